@@ -1,0 +1,17 @@
+# Finds CUDA, cuBLAS and NCCL under /usr/local/cuda (or CUDAToolkit_ROOT).
+# Sets DSTC_HAVE_CUDA. DSTC_CUDA=ON makes a missing toolkit an error.
+set(DSTC_HAVE_CUDA OFF)
+if(NOT DSTC_CUDA STREQUAL "OFF")
+  if(NOT CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
+    set(CUDAToolkit_ROOT /usr/local/cuda)
+  endif()
+  find_package(CUDAToolkit QUIET)
+  find_library(DSTC_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64 /usr/lib/x86_64-linux-gnu)
+  find_path(DSTC_NCCL_INCLUDE nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include /usr/include)
+  if(CUDAToolkit_FOUND AND CUDAToolkit_NVCC_EXECUTABLE AND DSTC_NCCL_LIBRARY AND DSTC_NCCL_INCLUDE)
+    set(DSTC_HAVE_CUDA ON)
+  elseif(DSTC_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "DSTC_CUDA=ON but the CUDA toolkit (nvcc, cuBLAS) or NCCL was not found under /usr/local/cuda")
+  endif()
+endif()
+message(STATUS "dstc: CUDA backend ${DSTC_HAVE_CUDA}")

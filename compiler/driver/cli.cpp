@@ -1,0 +1,117 @@
+#include "compiler/driver/cli.h"
+
+#include <algorithm>
+#include <exception>
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "compiler/driver/command.h"
+
+#ifndef DSTC_VERSION
+#error "DSTC_VERSION must be defined by the build"
+#endif
+
+namespace dstc {
+namespace {
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+int report_unavailable(CommandContext& ctx, std::string_view command, std::string_view what) {
+  ctx.err << fmt::format("dstc {}: not available in this version of dstc: {} has not been built yet\n", command,
+                         what);
+  return kExitInternal;
+}
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, const CliEnvironment& env) {
+  CLI::App app{"dstc: compile, simulate, verify and run distributed training strategies", "dstc"};
+  app.set_version_flag("--version", "dstc " DSTC_VERSION);
+  app.require_subcommand(0, 1);
+  app.fallthrough();
+  std::string color_mode = "auto";
+  app.add_option("--color", color_mode, "Colour diagnostics: auto, always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+
+  std::vector<Command> commands = {
+      add_check_command(app),  add_fmt_command(app), add_compile_command(app),   add_verify_command(app),
+      add_search_command(app), add_run_command(app), add_calibrate_command(app), add_ir_command(app),
+  };
+
+  // An unknown first word is most often a misspelt subcommand: say so.
+  if (!args.empty() && !args.front().empty() && args.front().front() != '-') {
+    const std::string& word = args.front();
+    bool known = std::any_of(commands.begin(), commands.end(), [&](const Command& c) { return c.app->get_name() == word; });
+    if (!known) {
+      err << fmt::format("dstc: error: unknown subcommand '{}'", word);
+      for (const Command& c : commands) {
+        if (edit_distance(word, c.app->get_name()) <= 2) {
+          err << fmt::format("; did you mean '{}'?", c.app->get_name());
+          break;
+        }
+      }
+      err << "\nRun 'dstc --help' for the list of subcommands.\n";
+      return kExitUsage;
+    }
+  }
+
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    // Help for the deepest subcommand the user named.
+    const CLI::App* shown = &app;
+    for (bool deeper = true; deeper;) {
+      deeper = false;
+      for (const CLI::App* sub : shown->get_subcommands()) {
+        shown = sub;
+        deeper = true;
+        break;
+      }
+    }
+    out << shown->help();
+    return kExitSuccess;
+  } catch (const CLI::CallForAllHelp&) {
+    out << app.help("", CLI::AppFormatMode::All);
+    return kExitSuccess;
+  } catch (const CLI::CallForVersion&) {
+    out << "dstc " DSTC_VERSION "\n";
+    return kExitSuccess;
+  } catch (const CLI::ParseError& e) {
+    err << "dstc: error: " << e.what() << "\nRun 'dstc --help' for usage.\n";
+    return kExitUsage;
+  }
+
+  CommandContext ctx{out, err};
+  ctx.color = color_mode == "always" || (color_mode == "auto" && env.err_is_terminal);
+  ctx.out_is_terminal = env.out_is_terminal;
+  for (Command& c : commands) {
+    if (c.app->parsed()) {
+      try {
+        return c.run(ctx);
+      } catch (const std::exception& e) {
+        err << "dstc: internal error: " << e.what() << "\n";
+        return kExitInternal;
+      }
+    }
+  }
+  err << "dstc: error: no subcommand given\nRun 'dstc --help' for usage.\n";
+  return kExitUsage;
+}
+
+}  // namespace dstc

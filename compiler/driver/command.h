@@ -1,0 +1,40 @@
+// What each dstc subcommand provides to the driver: its CLI11 sub-app (with
+// options bound to storage the command owns) and the action run when the
+// user chose it.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace dstc {
+
+struct CommandContext {
+  std::ostream& out;
+  std::ostream& err;
+  bool color = false;  // colour diagnostics on err
+  bool out_is_terminal = false;
+};
+
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int(CommandContext&)> run;
+};
+
+// One function per subcommand, each in its own *_command.cpp file.
+Command add_check_command(CLI::App& root);
+Command add_fmt_command(CLI::App& root);
+Command add_compile_command(CLI::App& root);
+Command add_verify_command(CLI::App& root);
+Command add_search_command(CLI::App& root);
+Command add_run_command(CLI::App& root);
+Command add_calibrate_command(CLI::App& root);
+Command add_ir_command(CLI::App& root);
+
+// For a subcommand whose implementing issue has not landed in this build:
+// says so plainly and exits with kExitInternal.
+int report_unavailable(CommandContext& ctx, std::string_view command, std::string_view what);
+
+}  // namespace dstc

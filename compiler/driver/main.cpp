@@ -1,0 +1,16 @@
+#include <unistd.h>
+
+#include <iostream>
+
+#include "compiler/driver/cli.h"
+
+int main(int argc, char** argv) {
+  std::ios::sync_with_stdio(false);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  dstc::CliEnvironment env;
+  env.out_is_terminal = isatty(STDOUT_FILENO) != 0;
+  env.err_is_terminal = isatty(STDERR_FILENO) != 0;
+  int code = dstc::run_cli(args, std::cout, std::cerr, env);
+  std::cout.flush();
+  return code;
+}

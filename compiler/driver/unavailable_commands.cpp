@@ -1,0 +1,59 @@
+// Subcommands whose implementing stage is not in this build yet. Each is
+// listed in `dstc --help`, accepts any arguments, and says plainly that it is
+// not available. A stage that lands moves its command to its own file.
+#include "compiler/driver/command.h"
+
+namespace dstc {
+namespace {
+
+Command add_unavailable_command(CLI::App& root, const std::string& name, const std::string& description,
+                                std::string what) {
+  CLI::App* sub = root.add_subcommand(name, description);
+  sub->fallthrough(false);
+  sub->allow_extras();  // accept and ignore whatever follows
+  return {sub, [name, what = std::move(what)](CommandContext& ctx) { return report_unavailable(ctx, name, what); }};
+}
+
+}  // namespace
+
+Command add_check_command(CLI::App& root) {
+  return add_unavailable_command(root, "check", "Check .dstrat files and report every diagnostic",
+                                 "the .dstrat front end");
+}
+
+Command add_fmt_command(CLI::App& root) {
+  return add_unavailable_command(root, "fmt", "Format a .dstrat file canonically", "the .dstrat front end");
+}
+
+Command add_compile_command(CLI::App& root) {
+  return add_unavailable_command(root, "compile", "Compile a strategy to IR; --simulate predicts its performance",
+                                 "the strategy compiler");
+}
+
+Command add_verify_command(CLI::App& root) {
+  return add_unavailable_command(root, "verify",
+                                 "Prove on the CPU that a strategy computes what the single-device model computes",
+                                 "the CPU reference executor");
+}
+
+Command add_search_command(CLI::App& root) {
+  return add_unavailable_command(root, "search", "Rank the strategies of a search space by simulated throughput",
+                                 "strategy search");
+}
+
+Command add_run_command(CLI::App& root) {
+  return add_unavailable_command(root, "run", "Execute a strategy on GPUs with CUDA, cuBLAS and NCCL",
+                                 "the CUDA backend");
+}
+
+Command add_calibrate_command(CLI::App& root) {
+  return add_unavailable_command(root, "calibrate", "Profile the local GPU into a simulator profile database",
+                                 "the CUDA backend");
+}
+
+Command add_ir_command(CLI::App& root) {
+  return add_unavailable_command(root, "ir", "Verify, print, project and draw explicit-schedule IR files",
+                                 "the IR text form");
+}
+
+}  // namespace dstc

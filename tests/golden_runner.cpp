@@ -1,0 +1,167 @@
+// Golden-file tests. A case is either
+//   - a file under tests/golden whose first lines hold `RUN: dstc ARGS`
+//     (`%s` stands for the file's own path), expected output in FILE.expected;
+//   - or NAME.cmd holding ARGS, expected output in NAME.expected.
+// dstc runs in process with the source root as working directory, so paths
+// in its output are stable. DSTC_UPDATE_GOLDEN=1 rewrites the expected files.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "compiler/driver/cli.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kSourceDir = DSTC_SOURCE_DIR;
+
+struct GoldenCase {
+  std::string name;       // for the test name
+  std::string input;      // relative to the source root
+  std::string expected;   // relative to the source root
+  std::vector<std::string> args;
+};
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Splits a command line on spaces; single and double quotes group words.
+std::vector<std::string> split_args(const std::string& line) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (char c : line) {
+    if (quote) {
+      if (c == quote) quote = 0;
+      else word += c;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == ' ' || c == '\t') {
+      if (in_word) words.push_back(word);
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(word);
+  return words;
+}
+
+std::optional<std::string> run_line(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::string line;
+  for (int i = 0; i < 5 && std::getline(in, line); ++i) {
+    auto pos = line.find("RUN: dstc ");
+    if (pos != std::string::npos) return line.substr(pos + 10);
+  }
+  return std::nullopt;
+}
+
+std::vector<GoldenCase> collect_cases() {
+  std::vector<GoldenCase> cases;
+  fs::path root = kSourceDir / "tests" / "golden";
+  if (!fs::exists(root)) return cases;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    if (!entry.is_regular_file()) continue;
+    const fs::path& p = entry.path();
+    if (p.extension() == ".expected") continue;
+    std::string rel = fs::relative(p, kSourceDir).generic_string();
+    std::optional<std::string> args;
+    std::string expected;
+    if (p.extension() == ".cmd") {
+      std::string text = read_file(p);
+      while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+      args = text;
+      expected = fs::relative(fs::path(p).replace_extension(".expected"), kSourceDir).generic_string();
+    } else {
+      args = run_line(p);
+      expected = rel + ".expected";
+    }
+    if (!args) continue;
+    GoldenCase c;
+    c.input = rel;
+    c.expected = expected;
+    for (std::string& a : split_args(*args)) {
+      for (size_t at; (at = a.find("%s")) != std::string::npos;) a.replace(at, 2, rel);
+      c.args.push_back(a);
+    }
+    c.name = fs::relative(p, root).generic_string();
+    std::replace_if(c.name.begin(), c.name.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
+    cases.push_back(std::move(c));
+  }
+  std::sort(cases.begin(), cases.end(), [](const GoldenCase& a, const GoldenCase& b) { return a.name < b.name; });
+  return cases;
+}
+
+std::string render_result(int code, const std::string& out, const std::string& err) {
+  std::string text = "=== exit " + std::to_string(code) + "\n=== stdout\n" + out;
+  if (!out.empty() && out.back() != '\n') text += "\n";
+  text += "=== stderr\n" + err;
+  if (!err.empty() && err.back() != '\n') text += "\n";
+  return text;
+}
+
+class Golden : public ::testing::TestWithParam<GoldenCase> {};
+
+TEST_P(Golden, MatchesExpected) {
+  const GoldenCase& c = GetParam();
+  fs::current_path(kSourceDir);
+  std::ostringstream out, err;
+  int code = dstc::run_cli(c.args, out, err);
+  std::string actual = render_result(code, out.str(), err.str());
+  fs::path expected_path = kSourceDir / c.expected;
+  const char* update = std::getenv("DSTC_UPDATE_GOLDEN");
+  if (update && std::string(update) == "1") {
+    std::ofstream(expected_path, std::ios::binary) << actual;
+    return;
+  }
+  ASSERT_TRUE(fs::exists(expected_path)) << "no expected output " << c.expected
+                                         << "; run with DSTC_UPDATE_GOLDEN=1 and review it";
+  EXPECT_EQ(read_file(expected_path), actual) << "input: " << c.input;
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, Golden, ::testing::ValuesIn(collect_cases()),
+                         [](const ::testing::TestParamInfo<GoldenCase>& param_info) { return param_info.param.name; });
+
+// Every diagnostic kind declared in a *diagnostic_kinds.def file must be
+// triggered by some test: named in brackets in a golden expectation, or by
+// its quoted name in a unit test.
+TEST(DiagnosticKinds, EveryKindIsTriggeredByATest) {
+  std::set<std::string> declared;
+  std::regex decl(R"(DSTC_DIAG_KIND\(\s*\w+\s*,\s*"([^"]+)\")");
+  std::string tested;
+  for (const auto& entry : fs::recursive_directory_iterator(kSourceDir)) {
+    const fs::path& p = entry.path();
+    std::string rel = fs::relative(p, kSourceDir).generic_string();
+    if (rel.starts_with("build") || rel.starts_with(".git")) continue;
+    if (!entry.is_regular_file()) continue;
+    std::string name = p.filename().string();
+    if (name.ends_with("diagnostic_kinds.def")) {
+      std::string text = read_file(p);
+      for (std::sregex_iterator it(text.begin(), text.end(), decl), end; it != end; ++it) declared.insert((*it)[1]);
+    } else if (rel.starts_with("tests/") && (p.extension() == ".expected" || p.extension() == ".cpp")) {
+      tested += read_file(p);
+    }
+  }
+  for (const std::string& kind : declared) {
+    bool found = tested.find("[" + kind + "]") != std::string::npos || tested.find("\"" + kind + "\"") != std::string::npos;
+    EXPECT_TRUE(found) << "diagnostic kind '" << kind << "' is not triggered by any test";
+  }
+}
+
+}  // namespace
