@@ -51,6 +51,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   std::vector<Command> commands = {
       add_check_command(app),  add_fmt_command(app), add_compile_command(app),   add_verify_command(app),
       add_search_command(app), add_run_command(app), add_calibrate_command(app), add_ir_command(app),
+      add_cluster_command(app),
+      add_schedule_command(app),
   };
 
   // An unknown first word is most often a misspelt subcommand: say so.

@@ -1,0 +1,32 @@
+// Built-in pipeline schedules: GPipe (fill-drain), 1F1B, interleaved 1F1B
+// with v virtual stages per rank (Megatron-LM), and ZB-H1 (zero bubble,
+// Qi et al. 2023), each as a ScheduleTable.
+#pragma once
+
+#include <string>
+#include <variant>
+
+#include "compiler/schedule/schedule_table.h"
+
+namespace dstc::schedule {
+
+enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZeroBubbleH1 };
+
+std::string_view schedule_kind_name(ScheduleKind kind);
+
+struct ScheduleRequest {
+  ScheduleKind kind = ScheduleKind::OneFOneB;
+  int32_t ranks = 1;
+  int32_t virtual_stages = 1;  // interleaved only
+  int32_t micro_batches = 1;
+  // Forward micro-batches a rank may have in flight before their backward
+  // (Proteus's max_ongoing_micro_batch); 0 means the schedule's own limit.
+  int32_t max_ongoing = 0;
+  bool forward_only = false;  // inference: forwards only
+};
+
+// The table, or why the request cannot be scheduled (a message for a
+// diagnostic, e.g. interleaving with micro-batches not a multiple of ranks).
+std::variant<ScheduleTable, std::string> generate_schedule(const ScheduleRequest& request);
+
+}  // namespace dstc::schedule

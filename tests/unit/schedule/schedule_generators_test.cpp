@@ -1,0 +1,155 @@
+#include "compiler/schedule/schedule_generators.h"
+
+#include <gtest/gtest.h>
+
+#include "compiler/schedule/schedule_check.h"
+
+namespace dstc::schedule {
+namespace {
+
+ScheduleTable make(ScheduleKind kind, int32_t p, int32_t m, int32_t v = 1, int32_t max_ongoing = 0,
+                   bool forward_only = false) {
+  auto result = generate_schedule({kind, p, v, m, max_ongoing, forward_only});
+  EXPECT_TRUE(std::holds_alternative<ScheduleTable>(result)) << std::get<std::string>(result);
+  return std::get<ScheduleTable>(result);
+}
+
+size_t leading_forwards(const std::vector<Action>& actions) {
+  size_t n = 0;
+  while (n < actions.size() && actions[n].kind == ActionKind::Forward) ++n;
+  return n;
+}
+
+TEST(OneFOneB, WarmupThenAlternateThenDrain) {
+  for (int32_t p = 1; p <= 6; ++p) {
+    for (int32_t m = 1; m <= 10; ++m) {
+      ScheduleTable t = make(ScheduleKind::OneFOneB, p, m);
+      for (int32_t r = 0; r < p; ++r) {
+        const auto& a = t.ranks[r];
+        int32_t warmup = std::min(p - r - 1, m);
+        ASSERT_EQ(a.size(), size_t(2 * m));
+        for (int32_t i = 0; i < warmup; ++i) EXPECT_EQ(a[i], (Action{r, ActionKind::Forward, i, {}}));
+        for (int32_t i = 0; i < m - warmup; ++i) {
+          EXPECT_EQ(a[warmup + 2 * i], (Action{r, ActionKind::Forward, warmup + i, {}})) << p << " " << m << " " << r;
+          EXPECT_EQ(a[warmup + 2 * i + 1], (Action{r, ActionKind::Backward, i, {}}));
+        }
+        for (int32_t i = 0; i < warmup; ++i)
+          EXPECT_EQ(a[2 * m - warmup + i], (Action{r, ActionKind::Backward, m - warmup + i, {}}));
+      }
+    }
+  }
+}
+
+TEST(OneFOneB, MaxOngoingCapsForwardsInFlight) {
+  ScheduleTable t = make(ScheduleKind::OneFOneB, 4, 8, 1, 2);
+  EXPECT_EQ(leading_forwards(t.ranks[0]), 2u);  // one warm-up forward, then F B
+  SourceManager sm;
+  DiagnosticEngine diags(sm);
+  EXPECT_TRUE(check_schedule(t, {false, 2, {}}, diags));
+}
+
+TEST(GPipe, AllForwardsThenAllBackwards) {
+  ScheduleTable t = make(ScheduleKind::GPipe, 3, 4);
+  for (int32_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(leading_forwards(t.ranks[r]), 4u);
+    EXPECT_EQ(t.ranks[r][4], (Action{r, ActionKind::Backward, 0, {}}));
+  }
+}
+
+TEST(GPipe, MaxOngoingRunsInGroups) {
+  ScheduleTable t = make(ScheduleKind::GPipe, 2, 4, 1, 2);
+  std::vector<std::string> names;
+  for (const Action& a : t.ranks[1]) names.push_back(to_string(a));
+  EXPECT_EQ(names, (std::vector<std::string>{"1F0", "1F1", "1B0", "1B1", "1F2", "1F3", "1B2", "1B3"}));
+}
+
+TEST(Interleaved, WarmupChunkForwardsFollowMegatron) {
+  for (int32_t p : {2, 3, 4}) {
+    for (int32_t v : {1, 2, 3}) {
+      for (int32_t m : {p, 2 * p, 4 * p}) {
+        ScheduleTable t = make(ScheduleKind::Interleaved, p, m, v);
+        ASSERT_EQ(t.num_stages, p * v);
+        for (int32_t r = 0; r < p; ++r) {
+          int32_t total = m * v;
+          int32_t warmup = std::min(2 * (p - r - 1) + (v - 1) * p, total);
+          size_t expected_leading = warmup == total ? size_t(total) : size_t(warmup + 1);
+          EXPECT_EQ(leading_forwards(t.ranks[r]), expected_leading) << "p=" << p << " v=" << v << " m=" << m;
+          for (const Action& a : t.ranks[r]) EXPECT_EQ(t.rank_of_stage(a.stage), r);
+        }
+      }
+    }
+  }
+}
+
+TEST(Interleaved, FirstChunksVisitModelChunksInTurn) {
+  ScheduleTable t = make(ScheduleKind::Interleaved, 2, 4, 2);
+  std::vector<std::string> names;
+  for (size_t i = 0; i < 6; ++i) names.push_back(to_string(t.ranks[0][i]));
+  EXPECT_EQ(names, (std::vector<std::string>{"0F0", "0F1", "2F0", "2F1", "0F2", "2B0"}));
+}
+
+TEST(Interleaved, NeedsMicroBatchesAMultipleOfRanks) {
+  auto result = generate_schedule({ScheduleKind::Interleaved, 4, 2, 6, 0, false});
+  ASSERT_TRUE(std::holds_alternative<std::string>(result));
+  EXPECT_NE(std::get<std::string>(result).find("multiple"), std::string::npos);
+}
+
+TEST(ZeroBubbleH1, SplitsBackwardAndFillsCooldownWithWeightGrads) {
+  int32_t p = 4, m = 8;
+  ScheduleTable t = make(ScheduleKind::ZeroBubbleH1, p, m);
+  for (int32_t r = 0; r < p; ++r) {
+    const auto& a = t.ranks[r];
+    ASSERT_EQ(a.size(), size_t(3 * m));
+    int32_t warmup = std::min(p - r - 1, m);
+    EXPECT_EQ(leading_forwards(a), size_t(warmup + 1));
+    // After the last forward: the cool-down. Between consecutive
+    // input-grads, a weight-grad fills the wait for the next rank.
+    size_t last_f = 0;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i].kind == ActionKind::Forward) last_f = i;
+    std::vector<ActionKind> cooldown;
+    for (size_t i = last_f + 1; i < a.size(); ++i) cooldown.push_back(a[i].kind);
+    int32_t inputs = 0;
+    for (size_t i = 0; i + 1 < cooldown.size(); ++i) {
+      if (cooldown[i] == ActionKind::InputGrad && ++inputs < warmup + 1) {
+        EXPECT_EQ(cooldown[i + 1], ActionKind::WeightGrad) << "rank " << r << " position " << i;
+      }
+    }
+    // Never more forwards in flight than 1F1B keeps.
+    int32_t in_flight = 0, peak = 0;
+    for (const Action& x : a) {
+      in_flight += x.kind == ActionKind::Forward ? 1 : x.kind == ActionKind::InputGrad ? -1 : 0;
+      peak = std::max(peak, in_flight);
+    }
+    EXPECT_EQ(peak, warmup + 1);
+  }
+}
+
+TEST(Schedules, EveryBuiltinScheduleIsSoundAndCompletes) {
+  SourceManager sm;
+  for (ScheduleKind kind :
+       {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved, ScheduleKind::ZeroBubbleH1}) {
+    for (int32_t p = 1; p <= 5; ++p) {
+      for (int32_t m = 1; m <= 9; ++m) {
+        for (int32_t v = 1; v <= (kind == ScheduleKind::Interleaved ? 3 : 1); ++v) {
+          if (kind == ScheduleKind::Interleaved && m % p != 0) continue;
+          for (bool forward_only : {false, true}) {
+            ScheduleTable t = make(kind, p, m, v, 0, forward_only);
+            DiagnosticEngine diags(sm);
+            EXPECT_TRUE(check_schedule(t, {forward_only, 0, {}}, diags))
+                << schedule_kind_name(kind) << " p=" << p << " m=" << m << " v=" << v;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Schedules, OneFOneBTakesTheTextbookNumberOfSteps) {
+  // One step per action: (m + p − 1) forward slots and as many backward.
+  ScheduleTable t = make(ScheduleKind::OneFOneB, 4, 8);
+  EXPECT_EQ(run_unit_time(t).num_steps, 2 * (8 + 4 - 1));
+}
+
+}  // namespace
+}  // namespace dstc::schedule

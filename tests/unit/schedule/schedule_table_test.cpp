@@ -1,0 +1,85 @@
+#include "compiler/schedule/schedule_table.h"
+
+#include <gtest/gtest.h>
+
+#include "compiler/schedule/schedule_check.h"
+#include "compiler/schedule/schedule_csv.h"
+
+namespace dstc::schedule {
+namespace {
+
+TEST(Action, ParsesAndPrintsPyTorchNames) {
+  auto a = parse_action("12W3");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->stage, 12);
+  EXPECT_EQ(a->kind, ActionKind::WeightGrad);
+  EXPECT_EQ(a->micro_batch, 3);
+  EXPECT_EQ(to_string(*a), "12W3");
+  for (const char* bad : {"", "F0", "0F", "0X1", "0F1x", "-1F0", "0f0", "99999999999F0"})
+    EXPECT_FALSE(parse_action(bad)) << bad;
+}
+
+TEST(ScheduleCsv, ReadsRowsSkipsCommunicationAndKeepsCellLocations) {
+  SourceManager sm;
+  FileId f = sm.add("t.csv", "# two ranks\n0F0, 0RECV_B0 ,0B0\n,1F0,1B0\n");
+  DiagnosticEngine diags(sm);
+  auto table = read_schedule_csv(f, {2, 1, 1}, diags);
+  ASSERT_TRUE(table) << diags.render(diags.diagnostics().front(), false);
+  ASSERT_EQ(table->ranks.size(), 2u);
+  EXPECT_EQ(table->ranks[0].size(), 2u);
+  EXPECT_EQ(diags.location(table->ranks[1][0].where), "t.csv:3:2");
+  EXPECT_EQ(write_schedule_csv(*table), "0F0,0B0\n1F0,1B0\n");
+  EXPECT_TRUE(check_schedule(*table, {}, diags));
+}
+
+TEST(ScheduleCheck, ReportsEveryKindOfBrokenTable) {
+  SourceManager sm;
+  struct Case {
+    const char* csv;
+    const char* kind;
+  } cases[] = {
+      {"0F0,0B0\n1F0\n", "schedule-missing-action"},       {"0F0,0F0,0B0\n1F0,1B0\n", "schedule-duplicate-action"},
+      {"0F0,0B0,1F0\n1B0\n", "schedule-wrong-rank"},       {"0B0,0F0\n1F0,1B0\n", "schedule-order"},
+      {"0F0,0B0\n1F0,1B0,1F7\n", "schedule-out-of-range"}, {"0F0,0I0,0W0,0B0\n1F0,1B0\n", "schedule-unexpected-action"},
+      {"0F0,0B0\n1F0,1Q0\n", "schedule-bad-cell"},
+  };
+  for (const Case& c : cases) {
+    FileId f = sm.add("t.csv", c.csv);
+    DiagnosticEngine diags(sm);
+    auto table = read_schedule_csv(f, {2, 1, 1}, diags);
+    if (table) {
+      EXPECT_FALSE(check_schedule(*table, {}, diags)) << c.csv;
+    }
+    ASSERT_TRUE(diags.has_errors()) << c.csv;
+    EXPECT_EQ(diags.diagnostics().front().kind.name, c.kind) << c.csv;
+  }
+}
+
+TEST(ScheduleCheck, CrossedOrderDeadlocksAndTheGridShowsWhere) {
+  SourceManager sm;
+  FileId f = sm.add("t.csv", "0F0,0B0,0F1,0B1\n1F1,1F0,1B0,1B1\n");
+  DiagnosticEngine diags(sm);
+  auto table = read_schedule_csv(f, {2, 1, 2}, diags);
+  ASSERT_TRUE(table);
+  EXPECT_FALSE(check_schedule(*table, {}, diags));
+  ASSERT_EQ(diags.diagnostics().size(), 1u);
+  EXPECT_EQ(diags.diagnostics()[0].kind.name, "schedule-deadlock");
+  const std::string& grid = diags.diagnostics()[0].notes.at(0).message;
+  EXPECT_NE(grid.find("rank 0 is blocked at 0B0 (action 2 of its list), waiting for 1B0 on rank 1"), std::string::npos)
+      << grid;
+  EXPECT_NE(grid.find("rank 1 is blocked at 1F1 (action 1 of its list), waiting for 0F1 on rank 0"), std::string::npos)
+      << grid;
+}
+
+TEST(ScheduleCheck, MaxOngoingIsEnforcedOnTables) {
+  SourceManager sm;
+  FileId f = sm.add("t.csv", "0F0,0F1,0F2,0B0,0B1,0B2\n");
+  DiagnosticEngine diags(sm);
+  auto table = read_schedule_csv(f, {1, 1, 3}, diags);
+  ASSERT_TRUE(table);
+  EXPECT_FALSE(check_schedule(*table, {false, 2, {}}, diags));
+  EXPECT_EQ(diags.diagnostics().front().kind.name, "schedule-max-ongoing");
+}
+
+}  // namespace
+}  // namespace dstc::schedule
