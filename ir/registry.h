@@ -1,0 +1,100 @@
+// The op registry: every op kind once, with its signature (operand and
+// result counts, attributes with types and defaults), its shape rule (result
+// types from operand types and attributes), its cost (FLOPs and bytes moved
+// per device, for the cost model) and which operands are read only for their
+// shape (may stay abstract in a mixed abstract/concrete interpretation).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/ids.h"
+#include "ir/module.h"
+#include "ir/types.h"
+
+namespace dstc::ir {
+
+enum class OpCategory : uint8_t { Compute, Optimizer, Collective, PointToPoint };
+
+struct AttrSpec {
+  std::string_view name;
+  AttrType type = AttrType::Int;
+  bool required = false;
+  int64_t default_int = 0;  // Int and Bool
+  double default_float = 0;
+  std::string_view default_string;
+};
+
+// Reads an op's attributes by name, falling back to the registered default.
+class AttrReader {
+ public:
+  AttrReader(OpKind kind, std::span<const Attr> attrs, std::span<const int64_t> int_pool, const Module& module)
+      : kind_(kind), attrs_(attrs), int_pool_(int_pool), module_(module) {}
+  AttrReader(const Module& module, const Function& f, const Op& op)
+      : AttrReader(op.kind, f.attrs(op), f.int_pool, module) {}
+
+  bool has(std::string_view name) const { return find(name) != nullptr; }
+  int64_t integer(std::string_view name) const;
+  double real(std::string_view name) const;
+  bool boolean(std::string_view name) const { return integer(name) != 0; }
+  std::string_view string(std::string_view name) const;
+  std::span<const int64_t> ints(std::string_view name) const;  // empty when absent
+
+ private:
+  const Attr* find(std::string_view name) const;
+  const AttrSpec& spec(std::string_view name) const;
+  OpKind kind_;
+  std::span<const Attr> attrs_;
+  std::span<const int64_t> int_pool_;
+  const Module& module_;
+};
+
+// What a shape rule or cost function sees of an op.
+struct OpContext {
+  std::span<const TensorType> operands;
+  const AttrReader& attrs;
+  int64_t group_size = 1;  // collectives: members per group
+};
+
+// Per-device cost of one execution of an op.
+struct OpCost {
+  double flops = 0;  // floating-point operations
+  double bytes = 0;  // compute: bytes read + written; communication: bytes each device sends
+};
+
+using ShapeRule = bool (*)(const OpContext& ctx, std::vector<TensorType>& results, std::string& error);
+using CostRule = OpCost (*)(const OpContext& ctx, std::span<const TensorType> results);
+
+inline constexpr uint8_t kVariadic = 255;
+
+struct OpInfo {
+  OpKind kind = OpKind::Matmul;
+  std::string_view name;
+  OpCategory category = OpCategory::Compute;
+  uint8_t min_operands = 0;
+  uint8_t max_operands = 0;  // kVariadic: any number >= min_operands
+  uint8_t results = 1;
+  std::vector<AttrSpec> attrs;
+  // Bit i: operand i is read only for its type (abstract suffices); other
+  // operands' values are read by the op's semantics.
+  uint32_t shape_only_operands = 0;
+  ShapeRule infer = nullptr;  // nullptr: result types are given (recv)
+  CostRule cost = nullptr;
+
+  // -1 when the kind has no attribute of that name.
+  int attr_slot(std::string_view attr) const;
+  bool is_communication() const { return category == OpCategory::Collective || category == OpCategory::PointToPoint; }
+};
+
+const OpInfo& op_info(OpKind kind);
+std::optional<OpKind> find_op_kind(std::string_view name);
+std::string_view op_name(OpKind kind);
+
+// Per-device cost of an op in a function (group sizes from the module).
+OpCost op_cost(const Module& module, const Function& f, const Op& op);
+
+}  // namespace dstc::ir

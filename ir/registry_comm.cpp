@@ -1,0 +1,159 @@
+// Communication ops. A collective's local result type follows from its local
+// operand type and the size p of its group; its cost is the bytes each
+// device sends under a ring algorithm (N = the operand's local bytes).
+#include "ir/registry_rules.h"
+
+namespace dstc::ir::rules {
+
+namespace {
+
+using Types = std::vector<TensorType>;
+using Results = std::span<const TensorType>;
+
+bool all_reduce_shape(const OpContext& ctx, Types& out, std::string& error) {
+  if (!require_reduction(ctx.attrs.string("op"), error)) return false;
+  out.push_back(ctx.operands[0]);
+  return true;
+}
+
+double local_bytes(const OpContext& ctx) { return static_cast<double>(ctx.operands[0].bytes()); }
+double ring_share(const OpContext& ctx) {
+  auto p = static_cast<double>(ctx.group_size);
+  return p > 0 ? (p - 1) / p : 0;
+}
+
+// Multiplies (gather) or divides (scatter) one dimension by the group size.
+bool regroup_dim(const OpContext& ctx, std::string_view attr, bool gather, TensorType& t, std::string& error) {
+  int64_t dim = ctx.attrs.integer(attr);
+  if (!normalize_dim(dim, t.rank, error)) return false;
+  int64_t& extent = t.dims[static_cast<size_t>(dim)];
+  if (gather) {
+    extent *= ctx.group_size;
+  } else {
+    if (ctx.group_size < 1 || extent % ctx.group_size != 0)
+      return fail(error, "dimension {} of {} is not divisible by the group size {}", dim, str(t), ctx.group_size);
+    extent /= ctx.group_size;
+  }
+  return true;
+}
+
+bool require_root(const OpContext& ctx, std::string& error) {
+  int64_t root = ctx.attrs.integer("root");
+  if (root < 0 || root >= ctx.group_size)
+    return fail(error, "root {} is not a position in a group of {}", root, ctx.group_size);
+  return true;
+}
+
+bool all_gather_shape(const OpContext& ctx, Types& out, std::string& error) {
+  TensorType r = ctx.operands[0];
+  if (!regroup_dim(ctx, "dim", true, r, error)) return false;
+  out.push_back(r);
+  return true;
+}
+
+bool reduce_scatter_shape(const OpContext& ctx, Types& out, std::string& error) {
+  TensorType r = ctx.operands[0];
+  if (!require_reduction(ctx.attrs.string("op"), error) || !regroup_dim(ctx, "dim", false, r, error)) return false;
+  out.push_back(r);
+  return true;
+}
+
+bool all_to_all_shape(const OpContext& ctx, Types& out, std::string& error) {
+  TensorType r = ctx.operands[0];
+  if (!regroup_dim(ctx, "split_dim", false, r, error) || !regroup_dim(ctx, "concat_dim", true, r, error)) return false;
+  out.push_back(r);
+  return true;
+}
+
+bool broadcast_shape(const OpContext& ctx, Types& out, std::string& error) {
+  if (!require_root(ctx, error)) return false;
+  out.push_back(ctx.operands[0]);
+  return true;
+}
+
+bool reduce_shape(const OpContext& ctx, Types& out, std::string& error) {
+  if (!require_root(ctx, error) || !require_reduction(ctx.attrs.string("op"), error)) return false;
+  out.push_back(ctx.operands[0]);
+  return true;
+}
+
+bool scatter_shape(const OpContext& ctx, Types& out, std::string& error) {
+  TensorType r = ctx.operands[0];
+  if (!require_root(ctx, error) || !regroup_dim(ctx, "dim", false, r, error)) return false;
+  out.push_back(r);
+  return true;
+}
+
+bool gather_shape(const OpContext& ctx, Types& out, std::string& error) {
+  TensorType r = ctx.operands[0];
+  if (!require_root(ctx, error) || !regroup_dim(ctx, "dim", true, r, error)) return false;
+  out.push_back(r);
+  return true;
+}
+
+bool send_shape(const OpContext&, Types&, std::string&) { return true; }
+
+}  // namespace
+
+void add_communication_ops(std::vector<OpInfo>& t) {
+  constexpr auto kP2P = OpCategory::PointToPoint;
+  constexpr auto kColl = OpCategory::Collective;
+  t.push_back(make_op(
+      OpKind::Send, 1, 1, 0, {}, send_shape,
+      [](const OpContext& c, Results) {
+        return OpCost{0, local_bytes(c)};
+      },
+      kP2P));
+  t.push_back(make_op(
+      OpKind::Recv, 0, 0, 1, {}, nullptr, [](const OpContext&, Results) { return OpCost{}; }, kP2P));
+  t.push_back(make_op(
+      OpKind::AllReduce, 1, 1, 1, {string_attr("op", "sum")}, all_reduce_shape,
+      [](const OpContext& c, Results) {
+        return OpCost{ring_share(c) * static_cast<double>(c.operands[0].numel()), 2 * ring_share(c) * local_bytes(c)};
+      },
+      kColl));
+  t.push_back(make_op(
+      OpKind::AllGather, 1, 1, 1, {int_attr("dim", 0)}, all_gather_shape,
+      [](const OpContext& c, Results) {
+        return OpCost{0, static_cast<double>(c.group_size - 1) * local_bytes(c)};
+      },
+      kColl));
+  t.push_back(make_op(
+      OpKind::ReduceScatter, 1, 1, 1, {int_attr("dim", 0), string_attr("op", "sum")}, reduce_scatter_shape,
+      [](const OpContext& c, Results) {
+        return OpCost{ring_share(c) * static_cast<double>(c.operands[0].numel()), ring_share(c) * local_bytes(c)};
+      },
+      kColl));
+  t.push_back(make_op(
+      OpKind::AllToAll, 1, 1, 1, {int_attr("split_dim", 0), int_attr("concat_dim", 0)}, all_to_all_shape,
+      [](const OpContext& c, Results) {
+        return OpCost{0, ring_share(c) * local_bytes(c)};
+      },
+      kColl));
+  t.push_back(make_op(
+      OpKind::Broadcast, 1, 1, 1, {int_attr("root", 0)}, broadcast_shape,
+      [](const OpContext& c, Results) {
+        return OpCost{0, local_bytes(c)};
+      },
+      kColl));
+  t.push_back(make_op(
+      OpKind::Reduce, 1, 1, 1, {int_attr("root", 0), string_attr("op", "sum")}, reduce_shape,
+      [](const OpContext& c, Results) {
+        return OpCost{static_cast<double>(c.operands[0].numel()), local_bytes(c)};
+      },
+      kColl));
+  t.push_back(make_op(
+      OpKind::Scatter, 1, 1, 1, {int_attr("root", 0), int_attr("dim", 0)}, scatter_shape,
+      [](const OpContext& c, Results) {
+        return OpCost{0, ring_share(c) * local_bytes(c)};
+      },
+      kColl));
+  t.push_back(make_op(
+      OpKind::Gather, 1, 1, 1, {int_attr("root", 0), int_attr("dim", 0)}, gather_shape,
+      [](const OpContext& c, Results) {
+        return OpCost{0, local_bytes(c)};
+      },
+      kColl));
+}
+
+}  // namespace dstc::ir::rules

@@ -1,0 +1,477 @@
+// Forward compute ops: signatures, shape rules, costs.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "ir/registry_rules.h"
+
+namespace dstc::ir::rules {
+
+namespace {
+
+using Types = std::vector<TensorType>;
+using Results = std::span<const TensorType>;
+
+bool matmul_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& a = ctx.operands[0];
+  const TensorType& b = ctx.operands[1];
+  if (a.rank < 2 || b.rank < 2) return fail(error, "matmul operands need rank >= 2, got {} and {}", str(a), str(b));
+  if (a.dtype != b.dtype) return fail(error, "matmul operands differ in dtype: {} and {}", str(a), str(b));
+  bool ta = ctx.attrs.boolean("transpose_a");
+  bool tb = ctx.attrs.boolean("transpose_b");
+  int64_t m = ta ? a.dim(a.rank - 1) : a.dim(a.rank - 2);
+  int64_t k = ta ? a.dim(a.rank - 2) : a.dim(a.rank - 1);
+  int64_t kb = tb ? b.dim(b.rank - 1) : b.dim(b.rank - 2);
+  int64_t n = tb ? b.dim(b.rank - 2) : b.dim(b.rank - 1);
+  if (k != kb) return fail(error, "matmul contracts {} with {}: inner sizes {} and {} differ", str(a), str(b), k, kb);
+  if (b.rank > 2 && (b.rank != a.rank || !std::equal(a.dims.begin(), a.dims.begin() + a.rank - 2, b.dims.begin())))
+    return fail(error, "matmul batch dimensions of {} and {} differ", str(a), str(b));
+  TensorType r = a;
+  r.dims[static_cast<size_t>(a.rank - 2)] = m;
+  r.dims[static_cast<size_t>(a.rank - 1)] = n;
+  out.push_back(r);
+  return true;
+}
+
+OpCost matmul_cost(const OpContext& ctx, Results results) {
+  const TensorType& a = ctx.operands[0];
+  int64_t k = ctx.attrs.boolean("transpose_a") ? a.dim(a.rank - 2) : a.dim(a.rank - 1);
+  return {2.0 * static_cast<double>(results[0].numel()) * static_cast<double>(k), traffic(ctx, results)};
+}
+
+// An einsum spec "ab,bc->ac": terms of single-letter dims per operand.
+struct EinsumSpec {
+  std::vector<std::string> inputs;
+  std::string output;
+};
+
+bool parse_einsum(std::string_view spec, size_t operands, EinsumSpec& parsed, std::string& error) {
+  size_t arrow = spec.find("->");
+  if (arrow == std::string_view::npos) return fail(error, "einsum spec \"{}\" has no \"->\"", spec);
+  std::string_view lhs = spec.substr(0, arrow);
+  parsed.output = std::string(spec.substr(arrow + 2));
+  size_t start = 0;
+  while (true) {
+    size_t comma = lhs.find(',', start);
+    parsed.inputs.emplace_back(lhs.substr(start, comma == std::string_view::npos ? lhs.npos : comma - start));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  if (parsed.inputs.size() != operands)
+    return fail(error, "einsum spec \"{}\" names {} operands, the op has {}", spec, parsed.inputs.size(), operands);
+  auto letters_ok = [](const std::string& t) {
+    return std::all_of(t.begin(), t.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
+  };
+  for (const std::string& t : parsed.inputs) {
+    if (!letters_ok(t)) return fail(error, "einsum spec \"{}\": dimensions are single letters", spec);
+  }
+  if (!letters_ok(parsed.output)) return fail(error, "einsum spec \"{}\": dimensions are single letters", spec);
+  return true;
+}
+
+bool einsum_sizes(const OpContext& ctx, EinsumSpec& spec, std::map<char, int64_t>& sizes, std::string& error) {
+  if (!parse_einsum(ctx.attrs.string("spec"), ctx.operands.size(), spec, error)) return false;
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    const TensorType& t = ctx.operands[i];
+    if (spec.inputs[i].size() != t.rank)
+      return fail(error, "einsum term \"{}\" has {} dimensions, operand {} is {}", spec.inputs[i],
+                  spec.inputs[i].size(), i + 1, str(t));
+    for (size_t d = 0; d < spec.inputs[i].size(); ++d) {
+      auto [it, inserted] = sizes.emplace(spec.inputs[i][d], t.dims[d]);
+      if (!inserted && it->second != t.dims[d])
+        return fail(error, "einsum dimension '{}' is {} in one operand and {} in another", it->first, it->second,
+                    t.dims[d]);
+    }
+  }
+  return true;
+}
+
+bool einsum_shape(const OpContext& ctx, Types& out, std::string& error) {
+  EinsumSpec spec;
+  std::map<char, int64_t> sizes;
+  if (!einsum_sizes(ctx, spec, sizes, error)) return false;
+  if (ctx.operands.size() == 2 && ctx.operands[0].dtype != ctx.operands[1].dtype)
+    return fail(error, "einsum operands differ in dtype: {} and {}", str(ctx.operands[0]), str(ctx.operands[1]));
+  if (spec.output.size() > kMaxRank) return fail(error, "einsum output has more than {} dimensions", kMaxRank);
+  TensorType r;
+  r.dtype = ctx.operands[0].dtype;
+  r.rank = static_cast<uint8_t>(spec.output.size());
+  for (size_t d = 0; d < spec.output.size(); ++d) {
+    auto it = sizes.find(spec.output[d]);
+    if (it == sizes.end()) return fail(error, "einsum output dimension '{}' is in no operand", spec.output[d]);
+    r.dims[d] = it->second;
+  }
+  out.push_back(r);
+  return true;
+}
+
+// Every distinct dimension is iterated once; a product of two operands is a
+// multiply and an add per point.
+OpCost einsum_cost(const OpContext& ctx, Results results) {
+  EinsumSpec spec;
+  std::map<char, int64_t> sizes;
+  std::string error;
+  if (!einsum_sizes(ctx, spec, sizes, error)) return {0, traffic(ctx, results)};
+  double points = 1;
+  for (const auto& [letter, size] : sizes) points *= static_cast<double>(size);
+  return {(ctx.operands.size() == 2 ? 2.0 : 1.0) * points, traffic(ctx, results)};
+}
+
+// a op b where b equals a's trailing dimensions (a bias, a scalar) or all of a.
+bool binary_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& a = ctx.operands[0];
+  const TensorType& b = ctx.operands[1];
+  if (a.dtype != b.dtype) return fail(error, "operands differ in dtype: {} and {}", str(a), str(b));
+  if (b.rank > a.rank || !std::equal(b.dims.begin(), b.dims.begin() + b.rank, a.dims.begin() + (a.rank - b.rank)))
+    return fail(error, "operand 2 ({}) must equal the trailing dimensions of operand 1 ({})", str(b), str(a));
+  out.push_back(a);
+  return true;
+}
+
+bool float_unary_shape(const OpContext& ctx, Types& out, std::string& error) {
+  if (!require_float(ctx.operands[0], "the operand", error)) return false;
+  out.push_back(ctx.operands[0]);
+  return true;
+}
+
+bool softmax_shape(const OpContext& ctx, Types& out, std::string& error) {
+  int64_t dim = ctx.attrs.integer("dim");
+  if (!normalize_dim(dim, ctx.operands[0].rank, error)) return false;
+  return float_unary_shape(ctx, out, error);
+}
+
+// Normalizes over the last dimension; gamma and beta have its size.
+bool layernorm_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& x = ctx.operands[0];
+  if (!require_float(x, "the input", error)) return false;
+  if (x.rank < 1) return fail(error, "layernorm needs rank >= 1, got {}", str(x));
+  TensorType param(x.dtype, {x.dim(x.rank - 1)});
+  for (size_t i = 1; i < ctx.operands.size(); ++i) {
+    if (!(ctx.operands[i] == param))
+      return fail(error, "operand {} has type {}, expected {}", i + 1, str(ctx.operands[i]), str(param));
+  }
+  out.push_back(x);
+  return true;
+}
+
+bool dropout_shape(const OpContext& ctx, Types& out, std::string& error) {
+  double p = ctx.attrs.real("p");
+  if (!(p >= 0 && p < 1)) return fail(error, "dropout probability p = {} is not in [0, 1)", p);
+  if (!require_float(ctx.operands[0], "the input", error)) return false;
+  out.push_back(ctx.operands[0]);
+  out.push_back(TensorType(DType::U8, ctx.operands[0].shape()));
+  return true;
+}
+
+bool embedding_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& table = ctx.operands[0];
+  const TensorType& ids = ctx.operands[1];
+  if (!require_rank(table, 2, "the embedding table", error) || !require_integer(ids, "the indices", error))
+    return false;
+  if (ids.rank + 1 > kMaxRank) return fail(error, "indices {} have too many dimensions", str(ids));
+  TensorType r(table.dtype, ids.shape());
+  r.dims[r.rank++] = table.dim(1);
+  out.push_back(r);
+  return true;
+}
+
+OpCost gather_cost(const OpContext& ctx, Results results) { return {0, traffic(ctx, results)}; }
+
+bool cross_entropy_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& logits = ctx.operands[0];
+  const TensorType& labels = ctx.operands[1];
+  if (!require_float(logits, "the logits", error) || !require_integer(labels, "the labels", error)) return false;
+  if (logits.rank < 1 || labels.rank != logits.rank - 1 ||
+      !std::equal(labels.dims.begin(), labels.dims.begin() + labels.rank, logits.dims.begin()))
+    return fail(error, "labels {} must have the shape of logits {} without its last dimension", str(labels),
+                str(logits));
+  std::string_view reduction = ctx.attrs.string("reduction");
+  if (reduction != "mean" && reduction != "sum")
+    return fail(error, "reduction must be \"mean\" or \"sum\", not \"{}\"", reduction);
+  out.push_back(TensorType(DType::F32, std::span<const int64_t>{}));
+  return true;
+}
+
+bool attention_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& q = ctx.operands[0];
+  const TensorType& k = ctx.operands[1];
+  const TensorType& v = ctx.operands[2];
+  if (!require_rank(q, 4, "q", error) || !require_rank(k, 4, "k", error) || !require_rank(v, 4, "v", error))
+    return false;
+  if (!require_float(q, "q", error)) return false;
+  if (q.dtype != k.dtype || q.dtype != v.dtype) return fail(error, "q, k and v differ in dtype");
+  if (k.dim(0) != q.dim(0) || v.dim(0) != q.dim(0) || k.dim(1) != q.dim(1) || v.dim(1) != q.dim(1))
+    return fail(error, "q {}, k {} and v {} differ in batch or heads", str(q), str(k), str(v));
+  if (k.dim(3) != q.dim(3)) return fail(error, "q {} and k {} differ in head size", str(q), str(k));
+  if (v.dim(2) != k.dim(2)) return fail(error, "k {} and v {} differ in key length", str(k), str(v));
+  TensorType r = q;
+  r.dims[3] = v.dim(3);
+  out.push_back(r);
+  return true;
+}
+
+// QK^T and PV: 2*b*h*s*t*(d + dv); a causal mask skips half of it.
+OpCost attention_cost(const OpContext& ctx, Results results) {
+  const TensorType& q = ctx.operands[0];
+  const TensorType& v = ctx.operands[2];
+  double bhst = static_cast<double>(q.dim(0) * q.dim(1) * q.dim(2) * v.dim(2));
+  double flops = 2 * bhst * static_cast<double>(q.dim(3) + v.dim(3));
+  if (ctx.attrs.boolean("causal")) flops /= 2;
+  return {flops, traffic(ctx, results)};
+}
+
+// Two spatial values of an attribute (stride, padding, kernel), or `fallback`.
+bool pair_attr(const OpContext& ctx, std::string_view name, std::array<int64_t, 2> fallback, std::array<int64_t, 2>& v,
+               std::string& error) {
+  std::span<const int64_t> list = ctx.attrs.ints(name);
+  if (list.empty()) {
+    v = fallback;
+    return true;
+  }
+  if (list.size() != 2) return fail(error, "attribute '{}' needs 2 values, got {}", name, list.size());
+  v = {list[0], list[1]};
+  return true;
+}
+
+}  // namespace
+
+bool conv_geometry(const OpContext& ctx, const TensorType& x, const TensorType& w, TensorType& y, std::string& error) {
+  if (!require_rank(x, 4, "the input", error) || !require_rank(w, 4, "the filter", error)) return false;
+  std::array<int64_t, 2> stride{}, padding{};
+  if (!pair_attr(ctx, "stride", {1, 1}, stride, error) || !pair_attr(ctx, "padding", {0, 0}, padding, error))
+    return false;
+  int64_t groups = ctx.attrs.integer("groups");
+  if (groups < 1 || x.dim(1) != w.dim(1) * groups || w.dim(0) % groups != 0)
+    return fail(error, "input {} and filter {} do not match in channels (groups = {})", str(x), str(w), groups);
+  int64_t oh = (x.dim(2) + 2 * padding[0] - w.dim(2)) / std::max<int64_t>(stride[0], 1) + 1;
+  int64_t ow = (x.dim(3) + 2 * padding[1] - w.dim(3)) / std::max<int64_t>(stride[1], 1) + 1;
+  if (stride[0] < 1 || stride[1] < 1 || oh < 1 || ow < 1)
+    return fail(error, "filter {} does not fit input {} with this stride and padding", str(w), str(x));
+  y = TensorType(x.dtype, {x.dim(0), w.dim(0), oh, ow});
+  return true;
+}
+
+OpCost conv_cost(const OpContext& ctx, const TensorType& y, const TensorType& w, Results results) {
+  double per_output = static_cast<double>(w.dim(1) * w.dim(2) * w.dim(3));
+  return {2.0 * static_cast<double>(y.numel()) * per_output, traffic(ctx, results)};
+}
+
+bool pool_geometry(const OpContext& ctx, const TensorType& x, TensorType& y, std::string& error) {
+  if (!require_rank(x, 4, "the input", error)) return false;
+  std::array<int64_t, 2> kernel{}, stride{}, padding{};
+  if (!pair_attr(ctx, "kernel", {0, 0}, kernel, error) || !pair_attr(ctx, "stride", kernel, stride, error) ||
+      !pair_attr(ctx, "padding", {0, 0}, padding, error))
+    return false;
+  if (kernel[0] < 1 || kernel[1] < 1 || stride[0] < 1 || stride[1] < 1)
+    return fail(error, "pooling needs a positive kernel and stride");
+  int64_t oh = (x.dim(2) + 2 * padding[0] - kernel[0]) / stride[0] + 1;
+  int64_t ow = (x.dim(3) + 2 * padding[1] - kernel[1]) / stride[1] + 1;
+  if (oh < 1 || ow < 1) return fail(error, "pooling window does not fit input {}", str(x));
+  y = TensorType(x.dtype, {x.dim(0), x.dim(1), oh, ow});
+  return true;
+}
+
+namespace {
+
+bool conv2d_shape(const OpContext& ctx, Types& out, std::string& error) {
+  TensorType y;
+  if (!conv_geometry(ctx, ctx.operands[0], ctx.operands[1], y, error)) return false;
+  out.push_back(y);
+  return true;
+}
+
+bool pool_shape(const OpContext& ctx, Types& out, std::string& error) {
+  TensorType y;
+  if (!pool_geometry(ctx, ctx.operands[0], y, error)) return false;
+  out.push_back(y);
+  return true;
+}
+
+OpCost pool_cost(const OpContext& ctx, Results results) {
+  std::span<const int64_t> kernel = ctx.attrs.ints("kernel");
+  double window = kernel.size() == 2 ? static_cast<double>(kernel[0] * kernel[1]) : 1;
+  return {window * static_cast<double>(results[0].numel()), traffic(ctx, results)};
+}
+
+// Statistics per channel (dimension 1) over every other dimension.
+bool batchnorm_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& x = ctx.operands[0];
+  if (!require_float(x, "the input", error)) return false;
+  if (x.rank < 2) return fail(error, "batchnorm needs rank >= 2, got {}", str(x));
+  TensorType param(x.dtype, {x.dim(1)});
+  for (size_t i = 1; i < 3; ++i) {
+    if (!(ctx.operands[i] == param))
+      return fail(error, "operand {} has type {}, expected {}", i + 1, str(ctx.operands[i]), str(param));
+  }
+  out.push_back(x);
+  return true;
+}
+
+bool slice_shape(const OpContext& ctx, Types& out, std::string& error) {
+  TensorType r = ctx.operands[0];
+  int64_t dim = ctx.attrs.integer("dim");
+  if (!normalize_dim(dim, r.rank, error)) return false;
+  int64_t start = ctx.attrs.integer("start");
+  int64_t end = ctx.attrs.integer("end");
+  if (start < 0 || end > r.dims[static_cast<size_t>(dim)] || start >= end)
+    return fail(error, "slice {}..{} is outside dimension {} of {}", start, end, dim, str(r));
+  r.dims[static_cast<size_t>(dim)] = end - start;
+  out.push_back(r);
+  return true;
+}
+
+bool concat_shape(const OpContext& ctx, Types& out, std::string& error) {
+  TensorType r = ctx.operands[0];
+  int64_t dim = ctx.attrs.integer("dim");
+  if (!normalize_dim(dim, r.rank, error)) return false;
+  auto d = static_cast<size_t>(dim);
+  for (size_t i = 1; i < ctx.operands.size(); ++i) {
+    TensorType t = ctx.operands[i];
+    int64_t extent = t.dims[d];
+    t.dims[d] = r.dims[d];
+    if (!(t == r))
+      return fail(error, "operand {} ({}) does not match operand 1 ({}) outside dimension {}", i + 1,
+                  str(ctx.operands[i]), str(ctx.operands[0]), dim);
+    r.dims[d] += extent;
+  }
+  out.push_back(r);
+  return true;
+}
+
+bool reshape_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& x = ctx.operands[0];
+  std::span<const int64_t> shape = ctx.attrs.ints("shape");
+  if (shape.size() > kMaxRank) return fail(error, "shape has more than {} dimensions", kMaxRank);
+  TensorType r(x.dtype, shape);
+  int64_t known = 1;
+  int inferred = -1;
+  for (int i = 0; i < r.rank; ++i) {
+    if (r.dim(i) == -1 && inferred < 0) {
+      inferred = i;
+    } else if (r.dim(i) < 0) {
+      return fail(error, "shape may hold one -1 and otherwise sizes >= 0");
+    } else {
+      known *= r.dim(i);
+    }
+  }
+  if (inferred >= 0 && known > 0 && x.numel() % known == 0) r.dims[static_cast<size_t>(inferred)] = x.numel() / known;
+  if (r.numel() != x.numel()) return fail(error, "cannot reshape {} ({} elements) to this shape", str(x), x.numel());
+  out.push_back(r);
+  return true;
+}
+
+bool transpose_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& x = ctx.operands[0];
+  std::span<const int64_t> perm = ctx.attrs.ints("perm");
+  std::vector<bool> used(x.rank, false);
+  if (perm.size() != x.rank)
+    return fail(error, "perm has {} entries, the operand {} has rank {}", perm.size(), str(x), x.rank);
+  TensorType r = x;
+  for (size_t i = 0; i < perm.size(); ++i) {
+    if (perm[i] < 0 || perm[i] >= x.rank || used[static_cast<size_t>(perm[i])])
+      return fail(error, "perm is not a permutation of 0..{}", x.rank - 1);
+    used[static_cast<size_t>(perm[i])] = true;
+    r.dims[i] = x.dims[static_cast<size_t>(perm[i])];
+  }
+  out.push_back(r);
+  return true;
+}
+
+bool sum_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& x = ctx.operands[0];
+  std::vector<bool> reduced(x.rank, false);
+  for (int64_t d : ctx.attrs.ints("dims")) {
+    if (!normalize_dim(d, x.rank, error)) return false;
+    reduced[static_cast<size_t>(d)] = true;
+  }
+  bool keep = ctx.attrs.boolean("keepdim");
+  TensorType r;
+  r.dtype = x.dtype;
+  for (int i = 0; i < x.rank; ++i) {
+    if (!reduced[static_cast<size_t>(i)])
+      r.dims[r.rank++] = x.dim(i);
+    else if (keep)
+      r.dims[r.rank++] = 1;
+  }
+  out.push_back(r);
+  return true;
+}
+
+OpCost input_elementwise_cost(const OpContext& ctx, Results results) {
+  return {static_cast<double>(ctx.operands[0].numel()), traffic(ctx, results)};
+}
+
+bool fill_shape(const OpContext& ctx, Types& out, std::string& error) {
+  std::optional<DType> dtype = parse_dtype(ctx.attrs.string("dtype"));
+  if (!dtype) return fail(error, "unknown dtype \"{}\"", ctx.attrs.string("dtype"));
+  std::span<const int64_t> shape = ctx.attrs.ints("shape");
+  if (shape.size() > kMaxRank) return fail(error, "shape has more than {} dimensions", kMaxRank);
+  if (std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; }))
+    return fail(error, "shape sizes must be >= 0");
+  out.push_back(TensorType(*dtype, shape));
+  return true;
+}
+
+bool cast_shape(const OpContext& ctx, Types& out, std::string& error) {
+  std::optional<DType> dtype = parse_dtype(ctx.attrs.string("dtype"));
+  if (!dtype) return fail(error, "unknown dtype \"{}\"", ctx.attrs.string("dtype"));
+  out.push_back(TensorType(*dtype, ctx.operands[0].shape()));
+  return true;
+}
+
+OpCost no_flops(const OpContext& ctx, Results results) { return {0, traffic(ctx, results)}; }
+
+}  // namespace
+
+void add_forward_ops(std::vector<OpInfo>& t) {
+  t.push_back(make_op(OpKind::Matmul, 2, 2, 1, {bool_attr("transpose_a", false), bool_attr("transpose_b", false)},
+                      matmul_shape, matmul_cost));
+  t.push_back(make_op(OpKind::Einsum, 1, 2, 1, {required("spec", AttrType::String)}, einsum_shape, einsum_cost));
+  for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul})
+    t.push_back(
+        make_op(k, 2, 2, 1, {}, binary_shape, [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
+  t.push_back(make_op(OpKind::Scale, 1, 1, 1, {required("factor", AttrType::Float)}, float_unary_shape,
+                      [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
+  t.push_back(make_op(OpKind::Gelu, 1, 1, 1, {}, float_unary_shape,
+                      [](const OpContext& c, Results r) { return elementwise_cost(c, r, 8); }));
+  t.push_back(make_op(OpKind::Relu, 1, 1, 1, {}, float_unary_shape,
+                      [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
+  t.push_back(make_op(OpKind::Softmax, 1, 1, 1, {int_attr("dim", -1)}, softmax_shape,
+                      [](const OpContext& c, Results r) { return elementwise_cost(c, r, 5); }));
+  t.push_back(make_op(OpKind::LayerNorm, 3, 3, 1, {float_attr("eps", 1e-5)}, layernorm_shape,
+                      [](const OpContext& c, Results r) { return elementwise_cost(c, r, 8); }));
+  t.push_back(make_op(OpKind::Dropout, 1, 1, 2, {required("p", AttrType::Float), int_attr("seed", 0)}, dropout_shape,
+                      [](const OpContext& c, Results r) { return elementwise_cost(c, r, 2); }));
+  t.push_back(make_op(OpKind::Embedding, 2, 2, 1, {int_attr("offset", 0)}, embedding_shape, gather_cost));
+  t.push_back(make_op(OpKind::CrossEntropy, 2, 2, 1, {string_attr("reduction", "mean")}, cross_entropy_shape,
+                      [](const OpContext& c, Results r) {
+                        return OpCost{5.0 * static_cast<double>(c.operands[0].numel()), traffic(c, r)};
+                      }));
+  t.push_back(make_op(OpKind::Attention, 3, 3, 1, {bool_attr("causal", false), float_attr("scale", 0)}, attention_shape,
+                      attention_cost));
+  t.push_back(make_op(OpKind::Conv2d, 2, 2, 1, {list_attr("stride"), list_attr("padding"), int_attr("groups", 1)},
+                      conv2d_shape,
+                      [](const OpContext& c, Results r) { return conv_cost(c, r[0], c.operands[1], r); }));
+  for (OpKind k : {OpKind::MaxPool2d, OpKind::AvgPool2d})
+    t.push_back(make_op(k, 1, 1, 1, {required("kernel", AttrType::IntList), list_attr("stride"), list_attr("padding")},
+                        pool_shape, pool_cost));
+  t.push_back(make_op(OpKind::BatchNorm, 3, 3, 1, {float_attr("eps", 1e-5)}, batchnorm_shape,
+                      [](const OpContext& c, Results r) { return elementwise_cost(c, r, 8); }));
+  t.push_back(
+      make_op(OpKind::Slice, 1, 1, 1,
+              {required("dim", AttrType::Int), required("start", AttrType::Int), required("end", AttrType::Int)},
+              slice_shape, no_flops));
+  t.push_back(make_op(OpKind::Concat, 1, kVariadic, 1, {required("dim", AttrType::Int)}, concat_shape, no_flops));
+  t.push_back(make_op(OpKind::Reshape, 1, 1, 1, {required("shape", AttrType::IntList)}, reshape_shape,
+                      [](const OpContext&, Results) { return OpCost{}; }));
+  t.push_back(make_op(OpKind::Transpose, 1, 1, 1, {required("perm", AttrType::IntList)}, transpose_shape, no_flops));
+  t.push_back(make_op(OpKind::Sum, 1, 1, 1, {required("dims", AttrType::IntList), bool_attr("keepdim", false)},
+                      sum_shape, input_elementwise_cost));
+  t.push_back(make_op(OpKind::Fill, 0, 0, 1,
+                      {required("shape", AttrType::IntList), string_attr("dtype", "f32"), float_attr("value", 0)},
+                      fill_shape, no_flops));
+  t.push_back(make_op(OpKind::Cast, 1, 1, 1, {required("dtype", AttrType::String)}, cast_shape,
+                      [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
+}
+
+}  // namespace dstc::ir::rules

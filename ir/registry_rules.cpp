@@ -1,0 +1,58 @@
+#include "ir/registry_rules.h"
+
+namespace dstc::ir::rules {
+
+bool require_same_shape(const OpContext& ctx, size_t i, std::string& error, bool same_dtype) {
+  const TensorType& a = ctx.operands[0];
+  const TensorType& b = ctx.operands[i];
+  bool same = same_dtype ? a == b : TensorType(a.dtype, b.shape()) == a;
+  if (!same) return fail(error, "operand {} has type {}, expected {}", i + 1, str(b), str(a));
+  return true;
+}
+
+bool require_float(const TensorType& t, std::string_view what, std::string& error) {
+  if (!is_float(t.dtype)) return fail(error, "{} must have a floating-point type, not {}", what, str(t));
+  return true;
+}
+
+bool require_integer(const TensorType& t, std::string_view what, std::string& error) {
+  if (t.dtype != DType::I32 && t.dtype != DType::I64)
+    return fail(error, "{} must have type i32 or i64, not {}", what, str(t));
+  return true;
+}
+
+bool require_rank(const TensorType& t, int rank, std::string_view what, std::string& error) {
+  if (t.rank != rank) return fail(error, "{} must have rank {}, not {}", what, rank, str(t));
+  return true;
+}
+
+bool normalize_dim(int64_t& dim, int rank, std::string& error) {
+  int64_t d = dim < 0 ? dim + rank : dim;
+  if (d < 0 || d >= rank) return fail(error, "dimension {} is out of range for rank {}", dim, rank);
+  dim = d;
+  return true;
+}
+
+bool require_reduction(std::string_view op, std::string& error) {
+  if (op != "sum" && op != "max") return fail(error, "reduction must be \"sum\" or \"max\", not \"{}\"", op);
+  return true;
+}
+
+double traffic(const OpContext& ctx, std::span<const TensorType> results) {
+  double bytes = 0;
+  for (const TensorType& t : ctx.operands) bytes += static_cast<double>(t.bytes());
+  for (const TensorType& t : results) bytes += static_cast<double>(t.bytes());
+  return bytes;
+}
+
+OpCost elementwise_cost(const OpContext& ctx, std::span<const TensorType> results, double flops_per_element) {
+  double n = results.empty() ? 0 : static_cast<double>(results[0].numel());
+  return {flops_per_element * n, traffic(ctx, results)};
+}
+
+bool same_as_first(const OpContext& ctx, std::vector<TensorType>& results, std::string&) {
+  results.push_back(ctx.operands[0]);
+  return true;
+}
+
+}  // namespace dstc::ir::rules

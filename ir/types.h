@@ -1,0 +1,45 @@
+// Tensor types of IR values: an element type and a LOCAL (per-device) shape.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace dstc::ir {
+
+enum class DType : uint8_t { F32, F16, BF16, F64, I32, I64, I8, U8 };
+
+inline constexpr int kMaxRank = 8;
+
+std::string_view dtype_name(DType t);
+std::optional<DType> parse_dtype(std::string_view name);
+int dtype_bytes(DType t);
+bool is_float(DType t);
+
+// A value type held by value (interned in the module as a TypeId).
+struct TensorType {
+  DType dtype = DType::F32;
+  uint8_t rank = 0;
+  std::array<int64_t, kMaxRank> dims{};
+
+  TensorType() = default;
+  TensorType(DType t, std::span<const int64_t> shape);
+  TensorType(DType t, std::initializer_list<int64_t> shape)
+      : TensorType(t, std::span<const int64_t>(shape.begin(), shape.size())) {}
+
+  std::span<const int64_t> shape() const { return {dims.data(), rank}; }
+  int64_t dim(int i) const { return dims[static_cast<size_t>(i)]; }
+  int64_t numel() const;
+  int64_t bytes() const { return numel() * dtype_bytes(dtype); }
+  friend bool operator==(const TensorType& a, const TensorType& b);
+};
+
+}  // namespace dstc::ir
+
+namespace dstc::ir {
+// "f32[4, 8]"; a scalar is "f32[]".
+std::string to_string(const TensorType& t);
+}  // namespace dstc::ir
