@@ -1,0 +1,118 @@
+// A cluster description: identical nodes of GPUs, how the GPUs of one node
+// are wired (NVSwitch, an NVLink mesh, or PCIe switches under CPU sockets),
+// the NICs that join nodes through a non-blocking network, and the runtime
+// factors the simulator applies. Loaded from TOML (docs/cluster.md) by
+// load_cluster(). Units are SI base units: bytes, bytes/s, FLOP/s, seconds.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/source/diagnostics.h"
+
+namespace dstc::htae {
+
+// The arithmetic precisions a GPU has a peak rate for.
+enum class ComputeDtype { fp32, tf32, fp16, bf16 };
+inline constexpr std::array<ComputeDtype, 4> kComputeDtypes = {ComputeDtype::fp32, ComputeDtype::tf32,
+                                                               ComputeDtype::fp16, ComputeDtype::bf16};
+std::string_view dtype_name(ComputeDtype dtype);
+// Accepts fp32/f32/float32, tf32, fp16/f16/float16/half, bf16/bfloat16.
+std::optional<ComputeDtype> parse_dtype(std::string_view name);
+
+struct GpuSpec {
+  std::string name;
+  // Peak FLOP/s per precision; fp32 is always present.
+  std::array<std::optional<double>, 4> peak_flops;
+  int64_t memory_bytes = 0;
+  double hbm_bandwidth = 0;    // bytes/s
+  double launch_overhead = 0;  // seconds per kernel
+
+  // The peak for `dtype`, or the fp32 peak when the GPU has no faster path
+  // for it (it computes in fp32).
+  double peak(ComputeDtype dtype) const;
+};
+
+enum class IntraNodeKind { nvswitch, nvlink_mesh, pcie };
+std::string_view intra_node_kind_name(IntraNodeKind kind);
+
+// NVLinks between two GPUs of a mesh.
+struct NvlinkPair {
+  int a = 0;
+  int b = 0;
+  int links = 1;
+};
+
+struct PcieSwitch {
+  int socket = 0;
+  std::vector<int> gpus;
+  double uplink_bandwidth = 0;  // switch <-> CPU socket, bytes/s per direction
+};
+
+struct IntraNodeSpec {
+  IntraNodeKind kind = IntraNodeKind::nvswitch;
+  double latency = 0;  // seconds, per hop
+  // nvswitch: each GPU's bandwidth to the switch fabric, per direction.
+  double gpu_bandwidth = 0;
+  // nvlink_mesh: one NVLink's bandwidth per direction, and the links.
+  double link_bandwidth = 0;
+  std::vector<NvlinkPair> links;
+  // pcie: GPU <-> switch bandwidth (gpu_bandwidth), switches, sockets.
+  std::vector<PcieSwitch> switches;
+  int sockets = 0;
+  double socket_link_bandwidth = 0;  // between two sockets, per direction
+};
+
+struct NicSpec {
+  std::vector<int> gpus;  // the GPUs of a node this NIC serves
+};
+
+struct NetworkSpec {
+  std::vector<NicSpec> nics;  // per node; empty for a one-node cluster
+  double nic_bandwidth = 0;   // bytes/s per direction
+  double nic_latency = 0;     // seconds, NIC to NIC through the network
+};
+
+struct RuntimeSpec {
+  // Compute is slowed by this factor while gradient communication runs on
+  // the same device (Proteus' overlap factor gamma; 1 = no slowdown).
+  double overlap_factor = 1.0;
+  // Fraction of link bandwidth a collective's transfers achieve, by
+  // collective name ("all_reduce", ...); absent = 1.
+  std::map<std::string, double, std::less<>> collective_efficiency;
+  double efficiency(std::string_view collective) const;
+};
+
+struct ClusterSpec {
+  std::string name;
+  std::string path;  // the file it was loaded from
+  int64_t nodes = 1;
+  int gpus_per_node = 1;
+  GpuSpec gpu;
+  IntraNodeSpec intra_node;
+  NetworkSpec network;
+  RuntimeSpec runtime;
+
+  int64_t num_devices() const { return nodes * gpus_per_node; }
+  double aggregate_peak_flops(ComputeDtype dtype) const { return static_cast<double>(num_devices()) * gpu.peak(dtype); }
+  // Index of the NIC serving a GPU of a node (-1 when none does).
+  int nic_of_gpu(int local_gpu) const;
+};
+
+// What the command line or a strategy may change in a loaded cluster.
+struct ClusterOverrides {
+  std::optional<int64_t> nodes;
+};
+
+// Loads, validates and returns a cluster description; nullopt after
+// reporting errors. The file's text is added to `sources`, so diagnostics
+// point at the offending key or value.
+std::optional<ClusterSpec> load_cluster(SourceManager& sources, DiagnosticEngine& diags, const std::string& path,
+                                        const ClusterOverrides& overrides = {});
+
+}  // namespace dstc::htae
