@@ -305,7 +305,7 @@ class ClusterLoader {
           SourceRange at = nic ? range_of(sources_, toml_.file, nic->source()) : SourceRange{};
           diags_.error(
               diag::kClusterDisconnected, at,
-              fmt::format("GPU {} is served by no NIC, so it cannot reach the other {} nodes", g, spec.nodes - 1));
+              fmt::format("GPU {} is served by no NIC, so it cannot reach the other nodes", g));
           return;
         }
       }

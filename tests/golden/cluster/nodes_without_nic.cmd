@@ -1,0 +1,1 @@
+cluster stdlib/clusters/titanxp-pcie-8.toml --nodes 2

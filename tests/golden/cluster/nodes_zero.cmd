@@ -1,0 +1,1 @@
+cluster stdlib/clusters/dgx-h100.toml --nodes 0

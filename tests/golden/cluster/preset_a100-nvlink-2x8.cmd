@@ -1,0 +1,1 @@
+cluster stdlib/clusters/a100-nvlink-2x8.toml

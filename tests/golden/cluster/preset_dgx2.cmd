@@ -1,0 +1,1 @@
+cluster stdlib/clusters/dgx2.toml

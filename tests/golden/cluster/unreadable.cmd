@@ -1,0 +1,1 @@
+cluster tests/golden/cluster/no_such_file.toml
