@@ -303,9 +303,8 @@ class ClusterLoader {
         if (spec.nic_of_gpu(g) < 0) {
           const toml::node* nic = toml_.root.get("nic");
           SourceRange at = nic ? range_of(sources_, toml_.file, nic->source()) : SourceRange{};
-          diags_.error(
-              diag::kClusterDisconnected, at,
-              fmt::format("GPU {} is served by no NIC, so it cannot reach the other nodes", g));
+          diags_.error(diag::kClusterDisconnected, at,
+                       fmt::format("GPU {} is served by no NIC, so it cannot reach the other nodes", g));
           return;
         }
       }

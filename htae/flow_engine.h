@@ -1,0 +1,113 @@
+// Transfers in flight sharing the physical links max-min fairly.
+//
+// Each flow crosses a route of directed links. Whenever flows start or
+// finish, the rates of the flows that share links with them (transitively:
+// their connected component in the flow-link graph) are recomputed by
+// progressive filling: the link with the smallest fair share saturates
+// first, its flows are frozen at that share, and the rest fill on. Flows
+// outside that component keep their rates, so an event costs time in the
+// size of its component, not of the whole cluster. Starts are applied
+// lazily, so a collective's flows started together cost one recomputation.
+//
+// A flow's data drains at its rate; it is delivered `latency` seconds after
+// its last byte leaves (the route's propagation and per-step latencies),
+// during which it no longer holds bandwidth.
+#pragma once
+
+#include <cstdint>
+#include <queue>
+#include <span>
+#include <vector>
+
+#include "htae/topology.h"
+
+namespace dstc::htae {
+
+// Valid until the flow is reported delivered; then it may be reused.
+using FlowId = uint32_t;
+
+struct DeliveredFlow {
+  FlowId id;
+  double time;  // seconds
+};
+
+class FlowEngine {
+ public:
+  // `sharing` false gives every flow its route's narrowest capacity
+  // regardless of the others (the --no-bandwidth-sharing ablation).
+  explicit FlowEngine(std::vector<double> link_capacity, bool sharing = true);
+  explicit FlowEngine(const Topology& topology, bool sharing = true);
+
+  // Starts `bytes` over `route` at time `now` (>= the engine's time).
+  FlowId start_flow(std::span<const LinkId> route, double bytes, double now, double latency = 0);
+
+  // The time of the next delivery or rate change; infinity when idle.
+  double next_event_time();
+  // Advances the clock to `t`, appending each flow delivered at or before t
+  // (in time order) to `delivered`.
+  void advance_to(double t, std::vector<DeliveredFlow>& delivered);
+
+  double now() const { return now_; }
+  // Current rate (bytes/s) of an active flow; 0 once its data has drained.
+  double rate(FlowId id);
+  size_t active_flows() const { return active_count_; }
+  // Flows started but not yet delivered.
+  size_t pending_flows() const { return pending_count_; }
+  // Rate recomputations and flows re-rated so far (for benchmarks).
+  uint64_t recomputations() const { return recomputations_; }
+
+ private:
+  struct Flow {
+    std::vector<LinkId> links;
+    std::vector<uint32_t> slot_in_link;  // index in links_[l].flows
+    double remaining = 0;                // bytes left at time `since`
+    double since = 0;
+    double rate = 0;
+    double latency = 0;
+    uint32_t version = 0;
+    uint32_t stamp = 0;
+    bool active = false;  // holds bandwidth
+    bool frozen = false;  // during progressive filling
+  };
+  struct LinkState {
+    double capacity;
+    std::vector<FlowId> flows;
+    double residual = 0;
+    uint32_t unfrozen = 0;
+    uint32_t stamp = 0;
+  };
+  struct Event {
+    double time;
+    FlowId flow;
+    uint32_t version;  // kDelivery for a delivery; else a data-drained event
+    bool operator>(const Event& o) const { return time > o.time; }
+  };
+  static constexpr uint32_t kDelivery = UINT32_MAX;
+
+  void settle(Flow& f) {
+    f.remaining = std::max(0.0, f.remaining - f.rate * (now_ - f.since));
+    f.since = now_;
+  }
+  void schedule_drain(FlowId id);
+  void remove_from_links(FlowId id);
+  void recompute();  // over the components of dirty_links_
+  void pop_stale();
+
+  std::vector<LinkState> links_;
+  std::vector<Flow> flows_;
+  std::vector<FlowId> free_ids_;
+  std::vector<LinkId> dirty_links_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  bool sharing_;
+  double now_ = 0;
+  uint32_t stamp_ = 0;
+  size_t active_count_ = 0;
+  size_t pending_count_ = 0;
+  uint64_t recomputations_ = 0;
+  // Scratch for recompute(), kept to avoid allocation.
+  std::vector<LinkId> component_links_;
+  std::vector<FlowId> component_flows_;
+  std::vector<std::pair<double, LinkId>> heap_;
+};
+
+}  // namespace dstc::htae

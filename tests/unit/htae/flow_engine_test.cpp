@@ -1,0 +1,169 @@
+#include "htae/flow_engine.h"
+
+#include <gtest/gtest.h>
+
+namespace dstc::htae {
+namespace {
+
+std::vector<DeliveredFlow> run_all(FlowEngine& engine) {
+  std::vector<DeliveredFlow> delivered;
+  for (double t; (t = engine.next_event_time()) < std::numeric_limits<double>::infinity();) {
+    engine.advance_to(t, delivered);
+  }
+  return delivered;
+}
+
+double delivery_time(const std::vector<DeliveredFlow>& delivered, FlowId id) {
+  for (const DeliveredFlow& d : delivered) {
+    if (d.id == id) return d.time;
+  }
+  ADD_FAILURE() << "flow " << id << " was not delivered";
+  return -1;
+}
+
+TEST(FlowEngine, TwoFlowsOnOneLinkEachGetHalf) {
+  FlowEngine engine({100.0});
+  LinkId route[] = {0};
+  FlowId a = engine.start_flow(route, 100, 0);
+  FlowId b = engine.start_flow(route, 100, 0);
+  EXPECT_DOUBLE_EQ(engine.rate(a), 50);
+  EXPECT_DOUBLE_EQ(engine.rate(b), 50);
+  auto delivered = run_all(engine);
+  EXPECT_DOUBLE_EQ(delivery_time(delivered, a), 2.0);
+  EXPECT_DOUBLE_EQ(delivery_time(delivered, b), 2.0);
+}
+
+TEST(FlowEngine, FourFlowsOnOneLinkEachGetAQuarter) {
+  FlowEngine engine({100.0});
+  LinkId route[] = {0};
+  std::vector<FlowId> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(engine.start_flow(route, 100, 0));
+  for (FlowId id : ids) EXPECT_DOUBLE_EQ(engine.rate(id), 25);
+  auto delivered = run_all(engine);
+  for (FlowId id : ids) EXPECT_DOUBLE_EQ(delivery_time(delivered, id), 4.0);
+}
+
+TEST(FlowEngine, FlowsOnDisjointLinksGetFullRate) {
+  FlowEngine engine({100.0, 30.0});
+  LinkId r0[] = {0}, r1[] = {1};
+  FlowId a = engine.start_flow(r0, 100, 0);
+  FlowId b = engine.start_flow(r1, 60, 0);
+  EXPECT_DOUBLE_EQ(engine.rate(a), 100);
+  EXPECT_DOUBLE_EQ(engine.rate(b), 30);
+  auto delivered = run_all(engine);
+  EXPECT_DOUBLE_EQ(delivery_time(delivered, a), 1.0);
+  EXPECT_DOUBLE_EQ(delivery_time(delivered, b), 2.0);
+}
+
+TEST(FlowEngine, FlowOnTwoLinksIsLimitedByTheNarrower) {
+  FlowEngine engine({100.0, 40.0});
+  LinkId route[] = {0, 1};
+  FlowId a = engine.start_flow(route, 80, 0);
+  EXPECT_DOUBLE_EQ(engine.rate(a), 40);
+  EXPECT_DOUBLE_EQ(delivery_time(run_all(engine), a), 2.0);
+}
+
+// Links 1 (capacity 10) and 2 (capacity 4). A crosses both, B only link 1,
+// C only link 2. Link 2 saturates first at 4/2 = 2 each for A and C; B then
+// takes what A leaves of link 1: 10 - 2 = 8.
+TEST(FlowEngine, MaxMinFairWithUnbalancedLinks) {
+  FlowEngine engine({10.0, 4.0});
+  LinkId both[] = {0, 1}, first[] = {0}, second[] = {1};
+  FlowId a = engine.start_flow(both, 100, 0);
+  FlowId b = engine.start_flow(first, 100, 0);
+  FlowId c = engine.start_flow(second, 100, 0);
+  EXPECT_DOUBLE_EQ(engine.rate(a), 2);
+  EXPECT_DOUBLE_EQ(engine.rate(b), 8);
+  EXPECT_DOUBLE_EQ(engine.rate(c), 2);
+}
+
+// A (100 B) and B (300 B) share a 100 B/s link: 50 each until A finishes at
+// t = 2 with B at 200 B left, which then drains alone at 100: t = 4.
+TEST(FlowEngine, RemainingFlowSpeedsUpWhenOneFinishes) {
+  FlowEngine engine({100.0});
+  LinkId route[] = {0};
+  FlowId a = engine.start_flow(route, 100, 0);
+  FlowId b = engine.start_flow(route, 300, 0);
+  std::vector<DeliveredFlow> delivered;
+  engine.advance_to(2.0, delivered);
+  ASSERT_EQ(delivered.size(), 1u);
+  EXPECT_EQ(delivered[0].id, a);
+  EXPECT_DOUBLE_EQ(delivered[0].time, 2.0);
+  EXPECT_DOUBLE_EQ(engine.rate(b), 100);
+  EXPECT_DOUBLE_EQ(engine.next_event_time(), 4.0);
+  engine.advance_to(10.0, delivered);
+  EXPECT_DOUBLE_EQ(delivery_time(delivered, b), 4.0);
+  EXPECT_EQ(engine.pending_flows(), 0u);
+}
+
+// A (200 B) alone at 100 B/s until B (100 B) starts at t = 1 with A at 100 B
+// left: both at 50, both finish at t = 3.
+TEST(FlowEngine, LateStartSlowsTheFlowInFlight) {
+  FlowEngine engine({100.0});
+  LinkId route[] = {0};
+  FlowId a = engine.start_flow(route, 200, 0);
+  std::vector<DeliveredFlow> delivered;
+  engine.advance_to(1.0, delivered);
+  EXPECT_TRUE(delivered.empty());
+  FlowId b = engine.start_flow(route, 100, 1.0);
+  EXPECT_DOUBLE_EQ(engine.rate(a), 50);
+  delivered = run_all(engine);
+  EXPECT_DOUBLE_EQ(delivery_time(delivered, a), 3.0);
+  EXPECT_DOUBLE_EQ(delivery_time(delivered, b), 3.0);
+}
+
+TEST(FlowEngine, LatencyDelaysDeliveryButNotTheLink) {
+  FlowEngine engine({100.0});
+  LinkId route[] = {0};
+  FlowId a = engine.start_flow(route, 100, 0, 0.5);
+  FlowId b = engine.start_flow(route, 300, 0, 0.5);
+  auto delivered = run_all(engine);
+  // Data of A drains at t = 2; B then has the link alone: drains at 4.
+  EXPECT_DOUBLE_EQ(delivery_time(delivered, a), 2.5);
+  EXPECT_DOUBLE_EQ(delivery_time(delivered, b), 4.5);
+}
+
+TEST(FlowEngine, EmptyRouteOrZeroBytesDeliverAfterLatencyOnly) {
+  FlowEngine engine({100.0});
+  LinkId route[] = {0};
+  FlowId local = engine.start_flow({}, 1000, 1.0);
+  FlowId empty = engine.start_flow(route, 0, 1.0, 0.25);
+  auto delivered = run_all(engine);
+  EXPECT_DOUBLE_EQ(delivery_time(delivered, local), 1.0);
+  EXPECT_DOUBLE_EQ(delivery_time(delivered, empty), 1.25);
+}
+
+TEST(FlowEngine, WithoutSharingEveryFlowGetsItsNarrowestLink) {
+  FlowEngine engine({100.0, 40.0}, /*sharing=*/false);
+  LinkId route[] = {0, 1};
+  FlowId a = engine.start_flow(route, 80, 0);
+  FlowId b = engine.start_flow(route, 80, 0);
+  EXPECT_DOUBLE_EQ(engine.rate(a), 40);
+  auto delivered = run_all(engine);
+  EXPECT_DOUBLE_EQ(delivery_time(delivered, a), 2.0);
+  EXPECT_DOUBLE_EQ(delivery_time(delivered, b), 2.0);
+}
+
+TEST(FlowEngine, IndependentComponentsKeepTheirRates) {
+  // A and B share link 0; C alone on link 1 is not re-rated when B starts.
+  FlowEngine engine({100.0, 100.0});
+  LinkId r0[] = {0}, r1[] = {1};
+  FlowId a = engine.start_flow(r0, 100, 0);
+  FlowId c = engine.start_flow(r1, 100, 0);
+  EXPECT_DOUBLE_EQ(engine.rate(c), 100);
+  FlowId b = engine.start_flow(r0, 100, 0);
+  EXPECT_DOUBLE_EQ(engine.rate(a), 50);
+  EXPECT_DOUBLE_EQ(engine.rate(b), 50);
+  EXPECT_DOUBLE_EQ(engine.rate(c), 100);
+}
+
+TEST(FlowEngine, DeliveredIdsAreReused) {
+  FlowEngine engine({100.0});
+  LinkId route[] = {0};
+  FlowId a = engine.start_flow(route, 100, 0);
+  run_all(engine);
+  EXPECT_EQ(engine.start_flow(route, 100, engine.now()), a);
+}
+
+}  // namespace
+}  // namespace dstc::htae
