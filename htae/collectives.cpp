@@ -1,0 +1,237 @@
+#include "htae/collectives.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+namespace dstc::htae {
+namespace {
+
+// One phase of a ring over `ring`: each member sends `bytes` to the next.
+CollectivePhase ring_phase(std::span<const int64_t> ring, double bytes, int steps) {
+  CollectivePhase phase;
+  phase.steps = steps;
+  size_t p = ring.size();
+  for (size_t i = 0; i < p; ++i) phase.transfers.push_back({ring[i], ring[(i + 1) % p], bytes});
+  return phase;
+}
+
+// A pipelined chain from ring[root] through the ring: broadcast (or, with
+// `reverse`, reduce towards the root).
+CollectivePhase chain_phase(std::span<const int64_t> ring, size_t root, double bytes, bool reverse) {
+  CollectivePhase phase;
+  size_t p = ring.size();
+  phase.steps = static_cast<int>(p - 1);
+  for (size_t i = 0; i + 1 < p; ++i) {
+    int64_t a = ring[(root + i) % p], b = ring[(root + i + 1) % p];
+    phase.transfers.push_back(reverse ? Transfer{b, a, bytes} : Transfer{a, b, bytes});
+  }
+  return phase;
+}
+
+int ceil_log2(size_t p) {
+  int bits = 0;
+  while ((size_t{1} << bits) < p) ++bits;
+  return bits;
+}
+
+// NCCL's double binary tree: two trees, each carrying half the data up
+// (reduce) and down (broadcast), pipelined. Tree 0 is a binary heap over the
+// group order; tree 1 is the same over the group shifted by one, so most
+// ranks are leaves in one tree and inner nodes in the other.
+CollectivePhase double_tree_phase(std::span<const int64_t> group, double bytes, bool up, bool down) {
+  CollectivePhase phase;
+  size_t p = group.size();
+  phase.steps = (up ? 1 : 0) * ceil_log2(p) + (down ? 1 : 0) * ceil_log2(p);
+  for (size_t shift = 0; shift < 2; ++shift) {
+    for (size_t i = 1; i < p; ++i) {
+      int64_t child = group[(i + shift) % p], parent = group[((i - 1) / 2 + shift) % p];
+      if (up) phase.transfers.push_back({child, parent, bytes / 2});
+      if (down) phase.transfers.push_back({parent, child, bytes / 2});
+    }
+  }
+  return phase;
+}
+
+// The group's devices by node, when every node holds the same number (> 1)
+// of them and there are several nodes; empty otherwise.
+std::vector<std::vector<int64_t>> balanced_nodes(const Topology& topology, std::span<const int64_t> group) {
+  std::map<int64_t, std::vector<int64_t>> by_node;
+  for (int64_t d : group) by_node[topology.node_of(d)].push_back(d);
+  std::vector<std::vector<int64_t>> result;
+  if (by_node.size() < 2) return result;
+  size_t per_node = by_node.begin()->second.size();
+  if (per_node < 2) return result;
+  for (auto& [node, members] : by_node) {
+    if (members.size() != per_node) return {};
+    result.push_back(std::move(members));
+  }
+  return result;
+}
+
+CollectivePlan make_plan(const Topology& topology, CollectiveKind kind, std::span<const int64_t> group, double bytes,
+                         CollectiveAlgorithm algorithm, size_t root) {
+  CollectivePlan plan{kind, algorithm, {}};
+  auto p = static_cast<int64_t>(group.size());
+  auto pd = static_cast<double>(p);
+  if (p < 2) return plan;
+  int steps = static_cast<int>(ring_steps(kind, p));
+  switch (algorithm) {
+    case CollectiveAlgorithm::direct:
+      if (kind == CollectiveKind::send_recv) {
+        plan.phases.push_back({{{group[0], group[1], bytes}}, 1});
+      } else {
+        CollectivePhase phase;
+        for (int64_t a : group) {
+          for (int64_t b : group) {
+            if (a != b) phase.transfers.push_back({a, b, bytes / pd});
+          }
+        }
+        plan.phases.push_back(std::move(phase));
+      }
+      break;
+    case CollectiveAlgorithm::ring:
+      if (kind == CollectiveKind::broadcast || kind == CollectiveKind::reduce) {
+        plan.phases.push_back(chain_phase(group, root, bytes, kind == CollectiveKind::reduce));
+      } else {
+        plan.phases.push_back(ring_phase(group, bytes * bus_bandwidth_factor(kind, p), steps));
+      }
+      break;
+    case CollectiveAlgorithm::tree:
+      plan.phases.push_back(
+          double_tree_phase(group, bytes, kind != CollectiveKind::broadcast, kind != CollectiveKind::reduce));
+      break;
+    case CollectiveAlgorithm::hierarchical: {
+      // Reduce-scatter inside each node, all-reduce of each shard across
+      // nodes (one ring per local position), all-gather inside each node.
+      std::vector<std::vector<int64_t>> nodes = balanced_nodes(topology, group);
+      if (nodes.empty()) throw std::logic_error("hierarchical collective over an unbalanced group");
+      auto k = static_cast<double>(nodes[0].size());
+      auto n = static_cast<double>(nodes.size());
+      CollectivePhase intra_rs, inter, intra_ag;
+      intra_rs.steps = intra_ag.steps = static_cast<int>(k - 1);
+      inter.steps = static_cast<int>(2 * (n - 1));
+      for (const auto& members : nodes) {
+        CollectivePhase ring = ring_phase(members, bytes * (k - 1) / k, 1);
+        intra_rs.transfers.insert(intra_rs.transfers.end(), ring.transfers.begin(), ring.transfers.end());
+      }
+      intra_ag.transfers = intra_rs.transfers;
+      for (size_t j = 0; j < nodes[0].size(); ++j) {
+        std::vector<int64_t> across;
+        for (const auto& members : nodes) across.push_back(members[j]);
+        CollectivePhase ring = ring_phase(across, bytes / k * 2 * (n - 1) / n, 1);
+        inter.transfers.insert(inter.transfers.end(), ring.transfers.begin(), ring.transfers.end());
+      }
+      plan.phases = {std::move(intra_rs), std::move(inter), std::move(intra_ag)};
+      break;
+    }
+  }
+  return plan;
+}
+
+}  // namespace
+
+std::string_view algorithm_name(CollectiveAlgorithm algorithm) {
+  switch (algorithm) {
+    case CollectiveAlgorithm::ring: return "ring";
+    case CollectiveAlgorithm::tree: return "tree";
+    case CollectiveAlgorithm::hierarchical: return "hierarchical";
+    case CollectiveAlgorithm::direct: return "direct";
+  }
+  return "ring";
+}
+
+double bus_bandwidth_factor(CollectiveKind kind, int64_t p) {
+  auto pd = static_cast<double>(p);
+  switch (kind) {
+    case CollectiveKind::all_reduce: return 2 * (pd - 1) / pd;
+    case CollectiveKind::all_gather:
+    case CollectiveKind::reduce_scatter:
+    case CollectiveKind::all_to_all: return (pd - 1) / pd;
+    case CollectiveKind::broadcast:
+    case CollectiveKind::reduce:
+    case CollectiveKind::send_recv: return 1;
+  }
+  return 1;
+}
+
+int64_t ring_steps(CollectiveKind kind, int64_t p) {
+  switch (kind) {
+    case CollectiveKind::all_reduce: return 2 * (p - 1);
+    case CollectiveKind::all_gather:
+    case CollectiveKind::reduce_scatter:
+    case CollectiveKind::broadcast:
+    case CollectiveKind::reduce: return p - 1;
+    case CollectiveKind::all_to_all:
+    case CollectiveKind::send_recv: return 1;
+  }
+  return 1;
+}
+
+double alpha_beta_time(CollectiveKind kind, int64_t p, double bytes, double alpha, double bus_bandwidth) {
+  if (p < 2) return 0;
+  return static_cast<double>(ring_steps(kind, p)) * alpha + bytes * bus_bandwidth_factor(kind, p) / bus_bandwidth;
+}
+
+CollectivePlan plan_collective(const Topology& topology, CollectiveKind kind, std::span<const int64_t> group,
+                               double bytes, std::optional<CollectiveAlgorithm> algorithm, size_t root) {
+  if (kind == CollectiveKind::send_recv && group.size() != 2) {
+    throw std::invalid_argument(fmt::format("send_recv needs a group of 2 devices, not {}", group.size()));
+  }
+  if (root >= std::max<size_t>(group.size(), 1)) throw std::invalid_argument("collective root outside the group");
+  if (algorithm) return make_plan(topology, kind, group, bytes, *algorithm, root);
+  std::vector<CollectiveAlgorithm> candidates;
+  switch (kind) {
+    case CollectiveKind::send_recv:
+    case CollectiveKind::all_to_all: candidates = {CollectiveAlgorithm::direct}; break;
+    case CollectiveKind::all_reduce:
+      candidates = {CollectiveAlgorithm::ring};
+      if (group.size() > 2) candidates.push_back(CollectiveAlgorithm::tree);
+      if (!balanced_nodes(topology, group).empty()) candidates.push_back(CollectiveAlgorithm::hierarchical);
+      break;
+    case CollectiveKind::broadcast:
+    case CollectiveKind::reduce:
+      candidates = {CollectiveAlgorithm::ring};
+      if (root == 0 && group.size() > 2) candidates.push_back(CollectiveAlgorithm::tree);
+      break;
+    case CollectiveKind::all_gather:
+    case CollectiveKind::reduce_scatter: candidates = {CollectiveAlgorithm::ring}; break;
+  }
+  CollectivePlan best = make_plan(topology, kind, group, bytes, candidates[0], root);
+  double best_time = plan_time(topology, best);
+  for (size_t i = 1; i < candidates.size(); ++i) {
+    CollectivePlan plan = make_plan(topology, kind, group, bytes, candidates[i], root);
+    double t = plan_time(topology, plan);
+    if (t < best_time) best_time = t, best = std::move(plan);
+  }
+  return best;
+}
+
+double plan_time(const Topology& topology, const CollectivePlan& plan, double efficiency, bool contention) {
+  double total = 0;
+  std::unordered_map<LinkId, double> load;
+  std::vector<LinkId> route;
+  for (const CollectivePhase& phase : plan.phases) {
+    double latency = 0, drain = 0;
+    load.clear();
+    for (const Transfer& t : phase.transfers) {
+      latency = std::max(latency, topology.route_latency(t.src, t.dst));
+      if (!contention) {
+        drain = std::max(drain, t.bytes / (topology.route_bandwidth(t.src, t.dst) * efficiency));
+        continue;
+      }
+      route.clear();
+      topology.route(t.src, t.dst, route);
+      for (LinkId l : route) load[l] += t.bytes;
+    }
+    for (const auto& [l, bytes] : load) drain = std::max(drain, bytes / (topology.link(l).capacity * efficiency));
+    total += phase.steps * latency + drain;
+  }
+  return total;
+}
+
+}  // namespace dstc::htae

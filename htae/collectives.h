@@ -1,0 +1,69 @@
+// Collective operations as the point-to-point transfers their algorithms
+// make, so the flow engine can charge them on the physical links, and
+// closed-form alpha-beta times for when link sharing is not simulated.
+//
+// Sizes follow nccl-tests: `bytes` is the full logical buffer (all_reduce's
+// buffer, all_gather's output, reduce_scatter's input, each rank's
+// all_to_all buffer, the broadcast message). A plan is a sequence of phases
+// run one after the other; the transfers of a phase run concurrently. A
+// pipelined algorithm is one phase whose transfers carry all their steps'
+// bytes and pay `steps` route latencies (NCCL pipelines chunks along the
+// ring or tree, so the steps overlap and only their latencies add up).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "htae/collective_kind.h"
+#include "htae/topology.h"
+
+namespace dstc::htae {
+
+enum class CollectiveAlgorithm { ring, tree, hierarchical, direct };
+std::string_view algorithm_name(CollectiveAlgorithm algorithm);
+
+struct Transfer {
+  int64_t src;
+  int64_t dst;
+  double bytes;
+};
+
+struct CollectivePhase {
+  std::vector<Transfer> transfers;
+  int steps = 1;  // latency-bound steps: each transfer is delivered after steps x its route latency
+};
+
+struct CollectivePlan {
+  CollectiveKind kind;
+  CollectiveAlgorithm algorithm;
+  std::vector<CollectivePhase> phases;
+};
+
+// The transfers of `kind` over `group` (device ids; ring order is group
+// order; `root` indexes the group for broadcast and reduce). With no
+// algorithm given, chooses as NCCL's tuner does: the candidate with the
+// smallest plan_time() (ring, double binary tree, and for all_reduce over
+// several nodes with the same number of GPUs on each, hierarchical).
+CollectivePlan plan_collective(const Topology& topology, CollectiveKind kind, std::span<const int64_t> group,
+                               double bytes, std::optional<CollectiveAlgorithm> algorithm = std::nullopt,
+                               size_t root = 0);
+
+// Closed-form time of a plan: per phase, steps x the largest route latency
+// plus, with `contention`, the most loaded link's bytes over its capacity
+// (exact when a phase's transfers all drain together, as in a ring), or
+// without it, the slowest transfer alone on its route. `efficiency` scales
+// link bandwidth (the cluster's collective_efficiency).
+double plan_time(const Topology& topology, const CollectivePlan& plan, double efficiency = 1.0, bool contention = true);
+
+// nccl-tests' bus-bandwidth factor: busbw = algbw x factor (all_reduce
+// 2(p-1)/p; all_gather, reduce_scatter, all_to_all (p-1)/p; else 1).
+double bus_bandwidth_factor(CollectiveKind kind, int64_t p);
+// Latency-bound steps of the ring algorithm (all_reduce 2(p-1), ...).
+int64_t ring_steps(CollectiveKind kind, int64_t p);
+// alpha-beta: ring_steps x alpha + bytes x factor / bus_bandwidth.
+double alpha_beta_time(CollectiveKind kind, int64_t p, double bytes, double alpha, double bus_bandwidth);
+
+}  // namespace dstc::htae

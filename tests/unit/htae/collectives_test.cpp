@@ -1,0 +1,146 @@
+#include "htae/collectives.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "htae/flow_engine.h"
+
+namespace dstc::htae {
+namespace {
+
+constexpr double kGiB = 1 << 30;
+
+Topology preset_topology(const std::string& name, ClusterOverrides overrides = {}) {
+  SourceManager sources;
+  DiagnosticEngine diags(sources);
+  auto spec = load_cluster(sources, diags, std::string(DSTC_SOURCE_DIR) + "/stdlib/clusters/" + name, overrides);
+  EXPECT_TRUE(spec);
+  return Topology(*spec);
+}
+
+std::vector<int64_t> iota(int64_t n) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  std::iota(v.begin(), v.end(), 0);
+  return v;
+}
+
+// Runs a plan's phases one after the other on the flow engine.
+double simulate(const Topology& topo, const CollectivePlan& plan) {
+  FlowEngine engine(topo);
+  double t = 0;
+  std::vector<LinkId> route;
+  for (const CollectivePhase& phase : plan.phases) {
+    for (const Transfer& x : phase.transfers) {
+      route.clear();
+      topo.route(x.src, x.dst, route);
+      engine.start_flow(route, x.bytes, t, phase.steps * topo.route_latency(x.src, x.dst));
+    }
+    std::vector<DeliveredFlow> delivered;
+    while (engine.pending_flows() > 0) engine.advance_to(engine.next_event_time(), delivered);
+    for (const DeliveredFlow& d : delivered) t = std::max(t, d.time);
+  }
+  return t;
+}
+
+TEST(Collectives, BusBandwidthFactorsFollowNcclTests) {
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::all_reduce, 8), 14.0 / 8);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::all_gather, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::reduce_scatter, 4), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::all_to_all, 4), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::broadcast, 4), 1.0);
+  EXPECT_EQ(ring_steps(CollectiveKind::all_reduce, 8), 14);
+  EXPECT_EQ(ring_steps(CollectiveKind::all_gather, 8), 7);
+}
+
+// 1 GiB all-reduce over the 8 GPUs of a DGX A100 (300 GB/s per GPU per
+// direction into NVSwitch, 2 x 1 us per route): the ring sends 2 x 7/8 GiB
+// per GPU in 14 latency-bound steps.
+TEST(Collectives, AllReduceOnNvswitchIsARing) {
+  Topology topo = preset_topology("dgx-a100.toml");
+  std::vector<int64_t> group = iota(8);
+  CollectivePlan plan = plan_collective(topo, CollectiveKind::all_reduce, group, kGiB);
+  EXPECT_EQ(plan.algorithm, CollectiveAlgorithm::ring);
+  ASSERT_EQ(plan.phases.size(), 1u);
+  ASSERT_EQ(plan.phases[0].transfers.size(), 8u);
+  EXPECT_DOUBLE_EQ(plan.phases[0].transfers[0].bytes, 2 * 7.0 / 8 * kGiB);
+  double expected = 14 * 2e-6 + 2 * 7.0 / 8 * kGiB / 300e9;  // 6.2915 ms
+  EXPECT_NEAR(plan_time(topo, plan), expected, 1e-12);
+  EXPECT_NEAR(alpha_beta_time(CollectiveKind::all_reduce, 8, kGiB, 2e-6, 300e9), expected, 1e-12);
+  EXPECT_NEAR(simulate(topo, plan), expected, 1e-9);
+}
+
+// 1 GiB all-reduce over 2 nodes x 8 A100 with one 200 Gb/s (25 GB/s) NIC per
+// node: hierarchical. Reduce-scatter in each node (7/8 GiB per GPU, 7 steps
+// of 2 us), then 8 two-node rings of 1/8 GiB each way, all through the one
+// NIC: 1 GiB over 25 GB/s (2 steps of 7 us), then the all-gather.
+TEST(Collectives, AllReduceAcrossTwoNodesIsHierarchical) {
+  Topology topo = preset_topology("a100-nvlink-2x8.toml");
+  std::vector<int64_t> group = iota(16);
+  CollectivePlan plan = plan_collective(topo, CollectiveKind::all_reduce, group, kGiB);
+  EXPECT_EQ(plan.algorithm, CollectiveAlgorithm::hierarchical);
+  ASSERT_EQ(plan.phases.size(), 3u);
+  double intra = 7 * 2e-6 + 7.0 / 8 * kGiB / 300e9;
+  double inter = 2 * 7e-6 + kGiB / 25e9;
+  double expected = 2 * intra + inter;  // 49.21 ms
+  EXPECT_NEAR(plan_time(topo, plan), expected, 1e-12);
+  EXPECT_NEAR(simulate(topo, plan), expected, 1e-9);
+  // Alone on its route each inter-node transfer would take 1/8 of that.
+  EXPECT_NEAR(plan_time(topo, plan, 1.0, /*contention=*/false), 2 * intra + 2 * 7e-6 + kGiB / 8 / 25e9, 1e-12);
+  // The flat ring crosses each NIC with 2 x 15/16 GiB: slower.
+  CollectivePlan ring = plan_collective(topo, CollectiveKind::all_reduce, group, kGiB, CollectiveAlgorithm::ring);
+  EXPECT_NEAR(plan_time(topo, ring), 30 * 7e-6 + 2 * 15.0 / 16 * kGiB / 25e9, 1e-12);
+}
+
+TEST(Collectives, SmallAllReduceAcrossManyNodesUsesTheTree) {
+  Topology topo = preset_topology("dgx-a100.toml", {.nodes = 16});
+  std::vector<int64_t> group = iota(128);
+  CollectivePlan plan = plan_collective(topo, CollectiveKind::all_reduce, group, 4096);
+  EXPECT_EQ(plan.algorithm, CollectiveAlgorithm::tree);
+  EXPECT_EQ(plan.phases[0].steps, 14);  // 2 x log2(128)
+  EXPECT_EQ(plan.phases[0].transfers.size(), 4u * 127);
+}
+
+TEST(Collectives, OtherKindsMakeTheirTransfers) {
+  Topology topo = preset_topology("dgx-a100.toml");
+  std::vector<int64_t> group = {0, 1, 2, 3};
+  CollectivePlan ag = plan_collective(topo, CollectiveKind::all_gather, group, 400);
+  ASSERT_EQ(ag.phases[0].transfers.size(), 4u);
+  EXPECT_DOUBLE_EQ(ag.phases[0].transfers[3].bytes, 300);
+  EXPECT_EQ(ag.phases[0].transfers[3].dst, 0);
+  CollectivePlan a2a = plan_collective(topo, CollectiveKind::all_to_all, group, 400);
+  EXPECT_EQ(a2a.algorithm, CollectiveAlgorithm::direct);
+  EXPECT_EQ(a2a.phases[0].transfers.size(), 12u);
+  EXPECT_DOUBLE_EQ(a2a.phases[0].transfers[0].bytes, 100);
+  std::vector<int64_t> pair = {5, 2};
+  CollectivePlan p2p = plan_collective(topo, CollectiveKind::send_recv, pair, 64);
+  ASSERT_EQ(p2p.phases[0].transfers.size(), 1u);
+  EXPECT_EQ(p2p.phases[0].transfers[0].src, 5);
+  CollectivePlan bcast =
+      plan_collective(topo, CollectiveKind::broadcast, group, 64, CollectiveAlgorithm::ring, /*root=*/2);
+  ASSERT_EQ(bcast.phases[0].transfers.size(), 3u);
+  EXPECT_EQ(bcast.phases[0].transfers[0].src, 2);
+  EXPECT_EQ(bcast.phases[0].transfers[2].dst, 1);
+}
+
+// Proteus' figure 5(a) case 3: four 2-GPU groups {0,4} {1,5} {2,6} {3,7} on
+// the TITAN Xp box. Each PCIe switch uplink (15.75 GB/s) carries two of them
+// (7.875 GB/s each); the socket link then carries 31.5 of its 38.4 GB/s.
+TEST(Collectives, ConcurrentGroupsShareTheSocketLink) {
+  Topology topo = preset_topology("titanxp-pcie-8.toml");
+  FlowEngine engine(topo);
+  std::vector<LinkId> route;
+  for (int64_t g = 0; g < 4; ++g) {
+    route.clear();
+    topo.route(g, g + 4, route);
+    engine.start_flow(route, 1e9, 0);
+  }
+  std::vector<DeliveredFlow> delivered;
+  engine.advance_to(engine.next_event_time(), delivered);
+  ASSERT_EQ(delivered.size(), 4u);
+  EXPECT_NEAR(delivered[0].time, 1e9 / (15.75e9 / 2), 1e-12);
+  EXPECT_NEAR(1e9 / topo.route_bandwidth(0, 4), 1e9 / 15.75e9, 1e-12);
+}
+
+}  // namespace
+}  // namespace dstc::htae
