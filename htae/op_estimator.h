@@ -1,0 +1,47 @@
+// Compute time of one op on one GPU: a roofline,
+//   max(flops / (peak x compute efficiency), bytes / (HBM bandwidth x memory efficiency))
+//   + kernel launch overhead,
+// with efficiencies that depend on the op's class and size (curves in
+// docs/cost-model.md), overridden by a profile database where it has data.
+#pragma once
+
+#include "htae/op_cost.h"
+#include "htae/profile_database.h"
+
+namespace dstc::htae {
+
+struct OpCostEstimate {
+  double seconds = 0;
+  double compute_seconds = 0;  // the roofline's two terms, before overhead
+  double memory_seconds = 0;
+  bool from_profile = false;
+};
+
+// The efficiency curves: e(x) = peak x x / (x + half), saturating at `peak`
+// and reaching half of it at `half`.
+struct EfficiencyCurves {
+  double matmul_peak = 0.80;     // of the tensor-core peak, large matmuls
+  double matmul_half_dim = 128;  // smallest of m, n, k at which half is reached
+  double memory_peak = 0.85;     // of HBM bandwidth, large elementwise ops
+  double reduction_peak = 0.70;  // of HBM bandwidth, reductions and norms
+  double memory_half_bytes = 256 * 1024;
+  double vector_compute = 0.50;  // of the fp32 peak, non-matmul FLOPs
+};
+
+class OpEstimator {
+ public:
+  explicit OpEstimator(const GpuSpec& gpu, const ProfileDatabase* profile = nullptr, EfficiencyCurves curves = {});
+
+  OpCostEstimate estimate(const OpCostQuery& query) const;
+  // The roofline alone, without the profile.
+  OpCostEstimate roofline(const OpCostQuery& query) const;
+  double matmul_efficiency(int64_t smallest_dim) const;
+  double memory_efficiency(OpClass op_class, double bytes) const;
+
+ private:
+  GpuSpec gpu_;
+  const ProfileDatabase* profile_;
+  EfficiencyCurves curves_;
+};
+
+}  // namespace dstc::htae

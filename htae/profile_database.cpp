@@ -1,0 +1,158 @@
+#include "htae/profile_database.h"
+
+#include <cmath>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "htae/htae_diagnostics.h"
+#include "htae/toml_reader.h"
+
+namespace dstc::htae {
+namespace {
+
+constexpr int64_t kFormatVersion = 1;
+
+// Linear in log-log between (x0, y0) and (x1, y1).
+double interpolate(double x, double x0, double y0, double x1, double y1) {
+  if (x0 == x1) return y0;
+  double f = (std::log(x) - std::log(x0)) / (std::log(x1) - std::log(x0));
+  return std::exp(std::log(y0) + f * (std::log(y1) - std::log(y0)));
+}
+
+// Interpolates among the points (size, seconds) that `matches` selects.
+template <typename Entries, typename Matches, typename Size>
+std::optional<double> along_size(const Entries& entries, Matches matches, Size size_of, double size) {
+  const auto* below = static_cast<decltype(&entries[0])>(nullptr);
+  const auto* above = below;
+  for (const auto& e : entries) {
+    if (!matches(e)) continue;
+    double s = size_of(e);
+    if (s <= size && (!below || s > size_of(*below))) below = &e;
+    if (s >= size && (!above || s < size_of(*above))) above = &e;
+  }
+  if (!below || !above || size <= 0) return std::nullopt;
+  return interpolate(size, size_of(*below), below->seconds, size_of(*above), above->seconds);
+}
+
+double query_size(const OpCostQuery& q) { return q.flops > 0 ? q.flops : q.bytes(); }
+
+}  // namespace
+
+void ProfileDatabase::add(OpProfileEntry entry) { ops_.push_back(std::move(entry)); }
+void ProfileDatabase::add(CollectiveProfileEntry entry) { collectives_.push_back(entry); }
+
+std::optional<double> ProfileDatabase::op_seconds(const OpCostQuery& query) const {
+  auto same_series = [&](const OpProfileEntry& e) { return e.kind == query.kind && e.dtype == query.dtype; };
+  for (const OpProfileEntry& e : ops_) {
+    if (same_series(e) && !e.shape.empty() && e.shape == query.shape) return e.seconds;
+  }
+  return along_size(
+      ops_, same_series, [](const OpProfileEntry& e) { return e.size(); }, query_size(query));
+}
+
+const OpProfileEntry* ProfileDatabase::nearest_op(const OpCostQuery& query) const {
+  const OpProfileEntry* best = nullptr;
+  double size = std::max(query_size(query), 1.0), best_distance = 0;
+  for (const OpProfileEntry& e : ops_) {
+    if (e.kind != query.kind || e.dtype != query.dtype || e.size() <= 0) continue;
+    double distance = std::abs(std::log(e.size() / size));
+    if (!best || distance < best_distance) best = &e, best_distance = distance;
+  }
+  return best;
+}
+
+std::optional<double> ProfileDatabase::collective_seconds(CollectiveKind kind, int64_t group_size, double bytes) const {
+  return along_size(
+      collectives_, [&](const CollectiveProfileEntry& e) { return e.kind == kind && e.group_size == group_size; },
+      [](const CollectiveProfileEntry& e) { return e.bytes; }, bytes);
+}
+
+std::string ProfileDatabase::to_toml() const {
+  std::ostringstream out;
+  out << "# dstc profile database: measured seconds per op and collective (docs/cost-model.md).\n";
+  out << fmt::format("version = {}\ngpu = \"{}\"\n", kFormatVersion, gpu);
+  for (const OpProfileEntry& e : ops_) {
+    out << fmt::format(
+        "\n[[op]]\nkind = \"{}\"\ndtype = \"{}\"\nshape = [{}]\nflops = {:.17g}\nbytes = {:.17g}\n"
+        "seconds = {:.17g}\n",
+        e.kind, dtype_name(e.dtype), fmt::join(e.shape, ", "), e.flops, e.bytes, e.seconds);
+  }
+  for (const CollectiveProfileEntry& e : collectives_) {
+    out << fmt::format("\n[[collective]]\nkind = \"{}\"\ngroup_size = {}\nbytes = {:.17g}\nseconds = {:.17g}\n",
+                       collective_name(e.kind), e.group_size, e.bytes, e.seconds);
+  }
+  return out.str();
+}
+
+std::optional<ProfileDatabase> ProfileDatabase::load(SourceManager& sources, DiagnosticEngine& diags,
+                                                     const std::string& path) {
+  std::optional<TomlFile> toml = load_toml_file(sources, diags, path);
+  if (!toml) return std::nullopt;
+  size_t errors = diags.error_count();
+  ProfileDatabase db;
+  TableReader root(toml->root, "", toml->file, sources, diags);
+  if (std::optional<int64_t> version = root.integer("version", true); version && *version != kFormatVersion) {
+    diags.error(diag::kConfigBadValue, root.range(*toml->root.get("version")),
+                fmt::format("profile format version {} is not supported; this dstc reads version {}", *version,
+                            kFormatVersion));
+  }
+  db.gpu = root.string("gpu", true).value_or("");
+  auto each_table = [&](std::string_view key, auto read) {
+    const toml::array* list = root.array(key, false);
+    if (!list) return;
+    for (size_t i = 0; i < list->size(); ++i) {
+      const toml::table* t = list->get(i)->as_table();
+      if (!t) {
+        root.wrong_type(*list->get(i), key, fmt::format("an array of tables ([[{}]])", key));
+        continue;
+      }
+      TableReader r(*t, fmt::format("{}[{}]", key, i), toml->file, sources, diags);
+      read(r, *t);
+      r.reject_unknown_keys();
+    }
+  };
+  each_table("op", [&](TableReader& r, const toml::table& t) {
+    OpProfileEntry e;
+    e.kind = r.string("kind", true).value_or("");
+    if (std::optional<std::string> dtype = r.string("dtype", true)) {
+      if (std::optional<ComputeDtype> d = parse_dtype(*dtype)) {
+        e.dtype = *d;
+      } else {
+        diags.error(diag::kConfigBadValue, r.range(*t.get("dtype")), fmt::format("unknown dtype '{}'", *dtype))
+            .note("the dtypes are fp32, tf32, fp16 and bf16");
+      }
+    }
+    if (const toml::array* shape = r.array("shape", true)) {
+      for (const toml::node& dim : *shape) {
+        if (std::optional<int64_t> v = integer_element(r, dim, "shape")) e.shape.push_back(*v);
+      }
+    }
+    e.flops = r.number("flops", true, 0, false).value_or(0);
+    e.bytes = r.number("bytes", true, 0, false).value_or(0);
+    e.seconds = r.number("seconds", true).value_or(0);
+    db.add(std::move(e));
+  });
+  each_table("collective", [&](TableReader& r, const toml::table& t) {
+    CollectiveProfileEntry e;
+    if (std::optional<std::string> kind = r.string("kind", true)) {
+      if (std::optional<CollectiveKind> k = parse_collective(*kind)) {
+        e.kind = *k;
+      } else {
+        diags.error(diag::kConfigBadValue, r.range(*t.get("kind")), fmt::format("unknown collective '{}'", *kind))
+            .note(
+                "the collectives are all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce and "
+                "send_recv");
+      }
+    }
+    e.group_size = r.integer("group_size", true, 2).value_or(2);
+    e.bytes = r.number("bytes", true).value_or(0);
+    e.seconds = r.number("seconds", true).value_or(0);
+    db.add(e);
+  });
+  root.reject_unknown_keys();
+  if (diags.error_count() > errors) return std::nullopt;
+  return db;
+}
+
+}  // namespace dstc::htae

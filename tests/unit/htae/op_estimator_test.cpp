@@ -1,0 +1,142 @@
+#include "htae/op_estimator.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace dstc::htae {
+namespace {
+
+// The A100 80GB of stdlib/clusters/dgx-a100.toml.
+GpuSpec a100() {
+  GpuSpec gpu;
+  gpu.name = "A100";
+  gpu.peak_flops[static_cast<size_t>(ComputeDtype::fp32)] = 19.5e12;
+  gpu.peak_flops[static_cast<size_t>(ComputeDtype::bf16)] = 312e12;
+  gpu.memory_bytes = 80LL << 30;
+  gpu.hbm_bandwidth = 2039e9;
+  gpu.launch_overhead = 4e-6;
+  return gpu;
+}
+
+OpCostQuery matmul(int64_t m, int64_t n, int64_t k) {
+  OpCostQuery q;
+  q.kind = "matmul";
+  q.dtype = ComputeDtype::bf16;
+  q.flops = 2.0 * m * n * k;
+  q.bytes_read = 2.0 * (m * k + k * n);
+  q.bytes_written = 2.0 * m * n;
+  q.shape = {m, n, k};
+  return q;
+}
+
+TEST(OpEstimator, EfficiencyCurves) {
+  OpEstimator est(a100());
+  EXPECT_DOUBLE_EQ(est.matmul_efficiency(128), 0.40);
+  EXPECT_DOUBLE_EQ(est.matmul_efficiency(4096), 0.80 * 4096 / 4224);
+  EXPECT_DOUBLE_EQ(est.memory_efficiency(OpClass::elementwise, 256 * 1024), 0.425);
+  EXPECT_DOUBLE_EQ(est.memory_efficiency(OpClass::reduction, 256 * 1024), 0.35);
+  EXPECT_EQ(classify_op("layer_norm"), OpClass::reduction);
+  EXPECT_EQ(classify_op("gelu"), OpClass::elementwise);
+}
+
+// 4096^3 bf16 matmul: 2 x 4096^3 FLOPs at 312 TFLOP/s x 0.7758 = 0.5678 ms,
+// far above its 96 MiB of traffic (0.058 ms), plus 4 us launch.
+TEST(OpEstimator, LargeMatmulIsComputeBound) {
+  OpEstimator est(a100());
+  OpCostEstimate e = est.estimate(matmul(4096, 4096, 4096));
+  EXPECT_NEAR(e.seconds, 5.718442338e-4, 1e-12);
+  EXPECT_NEAR(e.memory_seconds, 5.823237458e-5, 1e-13);
+  EXPECT_FALSE(e.from_profile);
+}
+
+// Adding two 64 Mi-element bf16 tensors moves 384 MiB at 2039 GB/s x 0.85
+// (nearly saturated): 0.2325 ms + 4 us.
+TEST(OpEstimator, ElementwiseIsMemoryBound) {
+  OpEstimator est(a100());
+  OpCostQuery add;
+  add.kind = "add";
+  add.dtype = ComputeDtype::bf16;
+  add.flops = 64.0 * 1024 * 1024;
+  add.bytes_read = 2 * 128.0 * 1024 * 1024;
+  add.bytes_written = 128.0 * 1024 * 1024;
+  EXPECT_NEAR(est.estimate(add).seconds, 2.3647573955e-4, 1e-13);
+}
+
+TEST(OpEstimator, ViewsCostNothing) {
+  OpEstimator est(a100());
+  OpCostQuery reshape;
+  reshape.kind = "reshape";
+  reshape.bytes_read = 1e9;
+  EXPECT_EQ(est.estimate(reshape).seconds, 0.0);
+}
+
+TEST(OpEstimator, ProfileOverridesInterpolatesAndScales) {
+  ProfileDatabase db;
+  OpCostQuery small = matmul(1024, 1024, 1024), large = matmul(2048, 2048, 2048);
+  db.add(OpProfileEntry{"matmul", ComputeDtype::bf16, small.shape, small.flops, small.bytes(), 1e-5});
+  db.add(OpProfileEntry{"matmul", ComputeDtype::bf16, large.shape, large.flops, large.bytes(), 8e-5});
+  OpEstimator est(a100(), &db);
+  EXPECT_DOUBLE_EQ(est.estimate(small).seconds, 1e-5);
+  // 2 x 1024 x 1024 x 4096 FLOPs is 4x the small entry, whose FLOPs are 1/8
+  // of the large one's: 2/3 of the way in log scale, 1e-5 x 8^(2/3) = 4e-5.
+  OpCostEstimate mid = est.estimate(matmul(1024, 1024, 4096));
+  EXPECT_TRUE(mid.from_profile);
+  EXPECT_NEAR(mid.seconds, 4e-5, 1e-15);
+  // Beyond the largest entry: the roofline times (measured / roofline) of it.
+  OpCostQuery huge = matmul(8192, 8192, 8192);
+  double ratio = 8e-5 / est.roofline(large).seconds;
+  EXPECT_NEAR(est.estimate(huge).seconds, est.roofline(huge).seconds * ratio, 1e-15);
+  // Another dtype has no entries: the roofline.
+  OpCostQuery fp32 = small;
+  fp32.dtype = ComputeDtype::fp32;
+  EXPECT_FALSE(est.estimate(fp32).from_profile);
+}
+
+TEST(ProfileDatabase, CollectivesInterpolateAlongBytes) {
+  ProfileDatabase db;
+  db.add(CollectiveProfileEntry{CollectiveKind::all_reduce, 8, 1e6, 2e-5});
+  db.add(CollectiveProfileEntry{CollectiveKind::all_reduce, 8, 1e8, 8e-4});
+  EXPECT_DOUBLE_EQ(*db.collective_seconds(CollectiveKind::all_reduce, 8, 1e6), 2e-5);
+  EXPECT_NEAR(*db.collective_seconds(CollectiveKind::all_reduce, 8, 1e7), std::sqrt(2e-5 * 8e-4), 1e-15);
+  EXPECT_FALSE(db.collective_seconds(CollectiveKind::all_reduce, 8, 1e9));
+  EXPECT_FALSE(db.collective_seconds(CollectiveKind::all_reduce, 4, 1e7));
+}
+
+TEST(ProfileDatabase, RoundTripsThroughToml) {
+  ProfileDatabase db;
+  db.gpu = "A100-SXM4-80GB";
+  db.add(OpProfileEntry{"matmul", ComputeDtype::bf16, {4096, 4096, 4096}, 1.37e11, 1.0e8, 6.1e-4});
+  db.add(CollectiveProfileEntry{CollectiveKind::all_gather, 4, 1048576, 3.25e-5});
+  SourceManager sources;
+  sources.add("p.toml", db.to_toml());
+  DiagnosticEngine diags(sources);
+  std::optional<ProfileDatabase> back = ProfileDatabase::load(sources, diags, "p.toml");
+  ASSERT_TRUE(back) << db.to_toml();
+  EXPECT_EQ(back->gpu, "A100-SXM4-80GB");
+  ASSERT_EQ(back->ops().size(), 1u);
+  EXPECT_EQ(back->ops()[0].shape, (std::vector<int64_t>{4096, 4096, 4096}));
+  EXPECT_DOUBLE_EQ(back->ops()[0].seconds, 6.1e-4);
+  ASSERT_EQ(back->collectives().size(), 1u);
+  EXPECT_EQ(back->collectives()[0].kind, CollectiveKind::all_gather);
+  EXPECT_EQ(back->to_toml(), db.to_toml());
+}
+
+TEST(ProfileDatabase, ReportsSchemaErrorsAtTheirLine) {
+  SourceManager sources;
+  sources.add("p.toml",
+              "version = 2\ngpu = \"g\"\n[[op]]\nkind = \"matmul\"\ndtype = \"fp8\"\nshape = [1]\nflops = 1\n"
+              "bytes = 1\nseconds = 1\nsecs = 2\n");
+  DiagnosticEngine diags(sources);
+  EXPECT_FALSE(ProfileDatabase::load(sources, diags, "p.toml"));
+  ASSERT_EQ(diags.diagnostics().size(), 3u);
+  EXPECT_EQ(diags.diagnostics()[0].kind.name, "config-bad-value");
+  EXPECT_EQ(diags.location(diags.diagnostics()[0].range), "p.toml:1:11");
+  EXPECT_EQ(diags.diagnostics()[1].kind.name, "config-bad-value");
+  EXPECT_EQ(diags.location(diags.diagnostics()[1].range), "p.toml:5:9");
+  EXPECT_EQ(diags.diagnostics()[2].kind.name, "config-unknown-key");
+  EXPECT_EQ(diags.location(diags.diagnostics()[2].range), "p.toml:10:1");
+}
+
+}  // namespace
+}  // namespace dstc::htae
