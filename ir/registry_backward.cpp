@@ -207,7 +207,8 @@ void add_backward_ops(std::vector<OpInfo>& t) {
                       [](const OpContext& c, Results r) { return per_input(c, r, 6); }));
   t.push_back(make_op(OpKind::DropoutGrad, 2, 2, 1, {required("p", AttrType::Float)}, dropout_grad_shape,
                       [](const OpContext& c, Results r) { return per_input(c, r, 2); }));
-  t.push_back(make_op(OpKind::EmbeddingGrad, 2, 2, 1, {required("vocab", AttrType::Int), int_attr("offset", 0)},
+  t.push_back(make_op(OpKind::EmbeddingGrad, 2, 2, 1,
+                      {required("vocab", AttrType::Int), int_attr("offset", 0), int_attr("offset_axis", -1)},
                       embedding_grad_shape, [](const OpContext& c, Results r) { return per_input(c, r, 1); }));
   t.push_back(make_op(OpKind::CrossEntropyGrad, 3, 3, 1, {string_attr("reduction", "mean")}, cross_entropy_grad_shape,
                       [](const OpContext& c, Results r) {

@@ -320,6 +320,20 @@ bool slice_shape(const OpContext& ctx, Types& out, std::string& error) {
   return true;
 }
 
+// This device's chunk of `parts` along `dim`, picked by its coordinate on
+// mesh axis `axis` (B -> S boxing).
+bool shard_shape(const OpContext& ctx, Types& out, std::string& error) {
+  TensorType r = ctx.operands[0];
+  int64_t dim = ctx.attrs.integer("dim");
+  if (!normalize_dim(dim, r.rank, error)) return false;
+  int64_t parts = ctx.attrs.integer("parts");
+  if (parts < 1 || r.dims[static_cast<size_t>(dim)] % parts != 0)
+    return fail(error, "shard into {} parts does not divide dimension {} of {}", parts, dim, str(r));
+  r.dims[static_cast<size_t>(dim)] /= parts;
+  out.push_back(r);
+  return true;
+}
+
 bool concat_shape(const OpContext& ctx, Types& out, std::string& error) {
   TensorType r = ctx.operands[0];
   int64_t dim = ctx.attrs.integer("dim");
@@ -442,7 +456,10 @@ void add_forward_ops(std::vector<OpInfo>& t) {
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 8); }));
   t.push_back(make_op(OpKind::Dropout, 1, 1, 2, {required("p", AttrType::Float), int_attr("seed", 0)}, dropout_shape,
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 2); }));
-  t.push_back(make_op(OpKind::Embedding, 2, 2, 1, {int_attr("offset", 0)}, embedding_shape, gather_cost));
+  // offset_axis >= 0: the table is a vocabulary shard whose first row is
+  // (coordinate on that mesh axis) x (local rows); ids outside it give zeros.
+  t.push_back(make_op(OpKind::Embedding, 2, 2, 1, {int_attr("offset", 0), int_attr("offset_axis", -1)}, embedding_shape,
+                      gather_cost));
   t.push_back(make_op(OpKind::CrossEntropy, 2, 2, 1, {string_attr("reduction", "mean")}, cross_entropy_shape,
                       [](const OpContext& c, Results r) {
                         return OpCost{5.0 * static_cast<double>(c.operands[0].numel()), traffic(c, r)};
@@ -470,6 +487,13 @@ void add_forward_ops(std::vector<OpInfo>& t) {
   t.push_back(make_op(OpKind::Fill, 0, 0, 1,
                       {required("shape", AttrType::IntList), string_attr("dtype", "f32"), float_attr("value", 0)},
                       fill_shape, no_flops));
+  t.push_back(
+      make_op(OpKind::Shard, 1, 1, 1,
+              {required("dim", AttrType::Int), required("parts", AttrType::Int), required("axis", AttrType::Int)},
+              shard_shape, no_flops));
+  // Keeps the value on coordinate 0 of mesh axis `axis`, zeros elsewhere (B -> P boxing).
+  t.push_back(make_op(OpKind::Partialize, 1, 1, 1, {required("axis", AttrType::Int)}, float_unary_shape,
+                      [](const OpContext& c, Results r) { return elementwise_cost(c, r, 0); }));
   t.push_back(make_op(OpKind::Cast, 1, 1, 1, {required("dtype", AttrType::String)}, cast_shape,
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
 }

@@ -51,9 +51,4 @@ Command add_calibrate_command(CLI::App& root) {
                                  "the CUDA backend");
 }
 
-Command add_ir_command(CLI::App& root) {
-  return add_unavailable_command(root, "ir", "Verify, print, project and draw explicit-schedule IR files",
-                                 "the IR text form");
-}
-
 }  // namespace dstc

@@ -1,0 +1,185 @@
+// Deadlock detection: runs the schedule with blocking communication and
+// reports a stuck state as a cycle of ranks waiting for each other.
+#include <deque>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "ir/groups.h"
+#include "ir/ir_diagnostics.h"
+#include "ir/registry.h"
+#include "ir/verifier.h"
+
+namespace dstc::ir {
+
+namespace {
+
+constexpr int kStreams = 3;
+
+class ScheduleRun {
+ public:
+  ScheduleRun(const Module& m, const Function& f) : m_(m), f_(f), partner_(pair_channels(f)) {
+    auto queues = static_cast<size_t>(m.mesh().size()) * kStreams;
+    offsets_.assign(queues + 1, 0);
+    for (const Op& op : f.ops) {
+      for (Rank r : m.members(op.devices)) ++offsets_[queue(r, op.stream) + 1];
+    }
+    for (size_t q = 0; q < queues; ++q) offsets_[q + 1] += offsets_[q];
+    order_.resize(offsets_.back());
+    std::vector<uint32_t> fill(offsets_.begin(), offsets_.end() - 1);
+    for (OpId i = 0; i < f.ops.size(); ++i) {
+      for (Rank r : m.members(f.ops[i].devices)) order_[fill[queue(r, f.ops[i].stream)]++] = i;
+    }
+    pos_.assign(queues, 0);
+  }
+
+  // Runs until no queue can move; true when every queue finished.
+  bool run() {
+    std::deque<uint32_t> work;
+    std::vector<bool> queued(pos_.size(), true);
+    for (uint32_t q = 0; q < pos_.size(); ++q) work.push_back(q);
+    while (!work.empty()) {
+      uint32_t q = work.front();
+      work.pop_front();
+      queued[q] = false;
+      while (head(q) != kNone && fire(q, work, queued)) {
+      }
+    }
+    for (uint32_t q = 0; q < pos_.size(); ++q) {
+      if (head(q) != kNone) return false;
+    }
+    return true;
+  }
+
+  void report(DiagnosticEngine& diags) const {
+    uint32_t start = 0;
+    while (head(start) == kNone) ++start;
+    std::unordered_map<uint32_t, size_t> seen;
+    std::vector<std::pair<uint32_t, std::string>> steps;
+    uint32_t q = start;
+    while (!seen.count(q)) {
+      seen.emplace(q, steps.size());
+      auto [next, why] = blocker(q);
+      steps.emplace_back(q, std::move(why));
+      q = next;
+    }
+    size_t first = seen[q];
+    size_t stuck = 0;
+    for (uint32_t s = 0; s < pos_.size(); ++s) stuck += head(s) != kNone;
+    OpId at = head(steps[first].first);
+    auto builder = diags.error(
+        diag::kIrDeadlock, f_.op_range(at),
+        fmt::format("in @{}: deadlock: {} ranks wait for each other in a cycle ({} device streams cannot finish)",
+                    f_.name, steps.size() - first, stuck));
+    for (size_t k = first; k < steps.size(); ++k) {
+      uint32_t sq = steps[k].first;
+      builder.note(f_.op_range(head(sq)),
+                   fmt::format("rank {} ({} stream) is blocked at '{}': {}", rank_of(sq), stream_name(stream_of(sq)),
+                               op_label(m_, f_, head(sq)), steps[k].second));
+    }
+  }
+
+ private:
+  static uint32_t queue(Rank r, Stream s) { return static_cast<uint32_t>(r) * kStreams + static_cast<uint32_t>(s); }
+  static Rank rank_of(uint32_t q) { return static_cast<Rank>(q / kStreams); }
+  static Stream stream_of(uint32_t q) { return static_cast<Stream>(q % kStreams); }
+
+  OpId head(uint32_t q) const {
+    uint32_t index = offsets_[q] + pos_[q];
+    return index < offsets_[q + 1] ? order_[index] : kNone;
+  }
+  bool done_on(OpId j, Rank r) const { return head(queue(r, f_.ops[j].stream)) > j; }
+
+  // The first operand of op i not yet computed on rank r, or kNone.
+  ValueId missing_operand(OpId i, Rank r) const {
+    for (ValueId v : f_.operands(f_.ops[i])) {
+      OpId def = f_.values[v].def;
+      if (def != kNone && !done_on(def, r)) return v;
+    }
+    return kNone;
+  }
+
+  // Who must be at which op for op i, seen from rank r, to run.
+  void participants(OpId i, Rank r, std::vector<std::pair<Rank, OpId>>& out) const {
+    out.clear();
+    const Op& op = f_.ops[i];
+    const OpInfo& info = op_info(op.kind);
+    if (info.category == OpCategory::Collective) {
+      for (Rank p : group_of(m_, op, r)) out.emplace_back(p, i);
+    } else if (info.category == OpCategory::PointToPoint) {
+      out.emplace_back(r, i);
+      std::optional<Rank> peer = p2p_peer(m_, op, r);
+      if (peer && partner_[i] != kNone) out.emplace_back(*peer, partner_[i]);
+    } else {
+      out.emplace_back(r, i);
+    }
+  }
+
+  bool fire(uint32_t q, std::deque<uint32_t>& work, std::vector<bool>& queued) {
+    OpId i = head(q);
+    participants(i, rank_of(q), scratch_);
+    for (const auto& [p, op] : scratch_) {
+      if (head(queue(p, f_.ops[op].stream)) != op || missing_operand(op, p) != kNone) return false;
+    }
+    for (const auto& [p, op] : scratch_) ++pos_[queue(p, f_.ops[op].stream)];
+    for (const auto& [p, op] : scratch_) {
+      for (int s = 0; s < kStreams; ++s) {
+        uint32_t w = queue(p, static_cast<Stream>(s));
+        if (!queued[w] && w != q) {
+          queued[w] = true;
+          work.push_back(w);
+        }
+      }
+    }
+    return true;
+  }
+
+  // The queue a stuck queue waits for, and why.
+  std::pair<uint32_t, std::string> blocker(uint32_t q) const {
+    OpId i = head(q);
+    Rank r = rank_of(q);
+    ValueId v = missing_operand(i, r);
+    if (v != kNone) {
+      OpId def = f_.values[v].def;
+      return {queue(r, f_.ops[def].stream),
+              fmt::format("it needs %{}, which '{}' on its {} stream has not computed", m_.value_name(f_, v),
+                          op_label(m_, f_, def), stream_name(f_.ops[def].stream))};
+    }
+    std::vector<std::pair<Rank, OpId>> who;
+    participants(i, r, who);
+    for (const auto& [p, op] : who) {
+      uint32_t pq = queue(p, f_.ops[op].stream);
+      if (pq == q) continue;
+      OpId there = head(pq);
+      if (there != op) {
+        std::string where =
+            there == kNone ? "has finished its program" : fmt::format("is at '{}'", op_label(m_, f_, there));
+        return {pq,
+                fmt::format("it waits for rank {} to reach '{}', but rank {} {}", p, op_label(m_, f_, op), p, where)};
+      }
+      if (missing_operand(op, p) != kNone)
+        return {pq, fmt::format("it waits for rank {}, whose operands are not ready", p)};
+    }
+    return {q, "it cannot proceed"};
+  }
+
+  const Module& m_;
+  const Function& f_;
+  std::vector<OpId> partner_;
+  std::vector<uint32_t> offsets_;  // queue q's ops: order_[offsets_[q] .. offsets_[q+1])
+  std::vector<OpId> order_;
+  std::vector<uint32_t> pos_;
+  std::vector<std::pair<Rank, OpId>> scratch_;
+};
+
+}  // namespace
+
+bool check_deadlock(const Module& module, const Function& f, DiagnosticEngine& diags) {
+  if (module.mesh().empty()) return true;
+  ScheduleRun run(module, f);
+  if (run.run()) return true;
+  run.report(diags);
+  return false;
+}
+
+}  // namespace dstc::ir

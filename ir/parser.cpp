@@ -1,0 +1,871 @@
+#include "ir/parser.h"
+
+#include <charconv>
+#include <deque>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "ir/ir_diagnostics.h"
+#include "ir/registry.h"
+
+namespace dstc::ir {
+
+namespace {
+
+enum class Tok : uint8_t {
+  Ident,
+  Int,
+  Float,
+  String,
+  Value,
+  Func,
+  LParen,
+  RParen,
+  LBracket,
+  RBracket,
+  LBrace,
+  RBrace,
+  LAngle,
+  RAngle,
+  Comma,
+  Equals,
+  Colon,
+  DotDot,
+  End,
+  Bad
+};
+
+struct Token {
+  Tok kind = Tok::End;
+  uint32_t begin = 0;
+  uint32_t end = 0;
+  std::string_view text;  // for Value and Func: the name without its sigil
+};
+
+std::string_view describe(const Token& t) {
+  switch (t.kind) {
+    case Tok::End: return "end of file";
+    case Tok::String: return "a string";
+    default: return t.text;
+  }
+}
+
+bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool is_name_char(char c) { return is_ident_char(c) || c == '.'; }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+class Lexer {
+ public:
+  explicit Lexer(std::string_view text) : text_(text) {}
+
+  Token next() {
+    skip_space();
+    Token t;
+    t.begin = pos_;
+    if (pos_ >= text_.size()) {
+      t.kind = Tok::End;
+      t.end = pos_;
+      return t;
+    }
+    char c = text_[pos_];
+    auto single = [&](Tok k) {
+      ++pos_;
+      t.kind = k;
+    };
+    switch (c) {
+      case '(': single(Tok::LParen); break;
+      case ')': single(Tok::RParen); break;
+      case '[': single(Tok::LBracket); break;
+      case ']': single(Tok::RBracket); break;
+      case '{': single(Tok::LBrace); break;
+      case '}': single(Tok::RBrace); break;
+      case '<': single(Tok::LAngle); break;
+      case '>': single(Tok::RAngle); break;
+      case ',': single(Tok::Comma); break;
+      case '=': single(Tok::Equals); break;
+      case ':': single(Tok::Colon); break;
+      case '.':
+        if (pos_ + 1 < text_.size() && text_[pos_ + 1] == '.') {
+          pos_ += 2;
+          t.kind = Tok::DotDot;
+        } else {
+          single(Tok::Bad);
+        }
+        break;
+      case '%':
+      case '@': {
+        ++pos_;
+        size_t start = pos_;
+        while (pos_ < text_.size() && is_name_char(text_[pos_])) ++pos_;
+        t.kind = pos_ == start ? Tok::Bad : (c == '%' ? Tok::Value : Tok::Func);
+        t.end = static_cast<uint32_t>(pos_);
+        t.text = pos_ == start ? text_.substr(t.begin, 1) : text_.substr(start, pos_ - start);
+        return t;
+      }
+      case '"': lex_string(t); break;
+      default:
+        if (is_ident_start(c)) {
+          while (pos_ < text_.size() && is_ident_char(text_[pos_])) ++pos_;
+          t.kind = Tok::Ident;
+        } else if (is_digit(c) || (c == '-' && pos_ + 1 < text_.size() && is_digit(text_[pos_ + 1]))) {
+          lex_number(t);
+        } else {
+          // One UTF-8 sequence, so the message quotes a whole character.
+          ++pos_;
+          while (pos_ < text_.size() && (static_cast<unsigned char>(text_[pos_]) & 0xC0) == 0x80) ++pos_;
+          t.kind = Tok::Bad;
+        }
+    }
+    t.end = static_cast<uint32_t>(pos_);
+    if (t.kind != Tok::String) t.text = text_.substr(t.begin, t.end - t.begin);
+    return t;
+  }
+
+ private:
+  void skip_space() {
+    while (pos_ < text_.size()) {
+      char c = text_[pos_];
+      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+        ++pos_;
+      } else if (c == '/' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '/') {
+        while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_;
+      } else {
+        break;
+      }
+    }
+  }
+
+  void lex_number(Token& t) {
+    if (text_[pos_] == '-') ++pos_;
+    while (pos_ < text_.size() && is_digit(text_[pos_])) ++pos_;
+    t.kind = Tok::Int;
+    if (pos_ + 1 < text_.size() && text_[pos_] == '.' && is_digit(text_[pos_ + 1])) {
+      t.kind = Tok::Float;
+      ++pos_;
+      while (pos_ < text_.size() && is_digit(text_[pos_])) ++pos_;
+    }
+    if (pos_ < text_.size() && (text_[pos_] == 'e' || text_[pos_] == 'E')) {
+      size_t p = pos_ + 1;
+      if (p < text_.size() && (text_[p] == '-' || text_[p] == '+')) ++p;
+      if (p < text_.size() && is_digit(text_[p])) {
+        t.kind = Tok::Float;
+        pos_ = p;
+        while (pos_ < text_.size() && is_digit(text_[pos_])) ++pos_;
+      }
+    }
+  }
+
+  // The token's text is the decoded string; an unterminated string is Bad.
+  void lex_string(Token& t) {
+    ++pos_;
+    decoded_.emplace_back();
+    std::string& s = decoded_.back();
+    while (pos_ < text_.size() && text_[pos_] != '"' && text_[pos_] != '\n') {
+      char c = text_[pos_++];
+      if (c == '\\' && pos_ < text_.size()) {
+        char e = text_[pos_++];
+        s += e == 'n' ? '\n' : e;
+      } else {
+        s += c;
+      }
+    }
+    if (pos_ < text_.size() && text_[pos_] == '"') {
+      ++pos_;
+      t.kind = Tok::String;
+      t.text = s;
+    } else {
+      t.kind = Tok::Bad;
+      t.text = "an unterminated string";
+    }
+    if (decoded_.size() > 64) decoded_.pop_front();
+  }
+
+  std::string_view text_;
+  size_t pos_ = 0;
+  std::deque<std::string> decoded_;  // storage of recent string tokens
+};
+
+class Parser {
+ public:
+  Parser(FileId file, DiagnosticEngine& diags) : file_(file), diags_(diags), lexer_(diags.sources().file(file).text) {
+    tok_ = lexer_.next();
+  }
+
+  std::optional<Module> run() {
+    if (!parse_mesh()) return std::nullopt;
+    while (tok_.kind != Tok::End) {
+      if (!is_word("func")) {
+        expected("'func' or the end of the file");
+        return std::nullopt;
+      }
+      if (!parse_function()) return std::nullopt;
+    }
+    return std::move(module_);
+  }
+
+ private:
+  // ---- tokens and errors ----
+  void advance() { tok_ = lexer_.next(); }
+  bool is_word(std::string_view w) const { return tok_.kind == Tok::Ident && tok_.text == w; }
+  SourceRange range(const Token& t) const { return {file_, t.begin, std::max(t.end, t.begin + 1)}; }
+  SourceRange range(uint32_t begin, uint32_t end) const { return {file_, begin, std::max(end, begin + 1)}; }
+
+  bool error(DiagKind kind, SourceRange where, std::string message) {
+    diags_.error(kind, where, std::move(message));
+    return false;
+  }
+  bool expected(std::string_view what) {
+    if (tok_.kind == Tok::Bad && tok_.text == "an unterminated string")
+      return error(diag::kIrSyntax, range(tok_), fmt::format("expected {}, found an unterminated string", what));
+    return error(diag::kIrSyntax, range(tok_), fmt::format("expected {}, found '{}'", what, describe(tok_)));
+  }
+  bool expect(Tok kind, std::string_view what) {
+    if (tok_.kind != kind) return expected(what);
+    advance();
+    return true;
+  }
+  bool expect_word(std::string_view word) {
+    if (!is_word(word)) return expected(fmt::format("'{}'", word));
+    advance();
+    return true;
+  }
+  bool parse_int(int64_t& v, std::string_view what) {
+    if (tok_.kind != Tok::Int) return expected(what);
+    auto [ptr, ec] = std::from_chars(tok_.text.data(), tok_.text.data() + tok_.text.size(), v);
+    if (ec != std::errc()) return error(diag::kIrSyntax, range(tok_), fmt::format("{} is out of range", tok_.text));
+    advance();
+    return true;
+  }
+  bool parse_small_int(int32_t& v, std::string_view what, int64_t min, int64_t max) {
+    Token at = tok_;
+    int64_t wide = 0;
+    if (!parse_int(wide, what)) return false;
+    if (wide < min || wide > max)
+      return error(diag::kIrSyntax, range(at), fmt::format("{} must be in {}..{}, not {}", what, min, max, wide));
+    v = static_cast<int32_t>(wide);
+    return true;
+  }
+
+  // ---- mesh and device sets ----
+  bool parse_mesh() {
+    if (!is_word("mesh"))
+      return error(diag::kIrMesh, range(tok_), "expected the mesh declaration 'mesh NAME[axis=size, ...]' first");
+    advance();
+    if (tok_.kind != Tok::Ident) return expected("the mesh name");
+    std::string name(tok_.text);
+    advance();
+    if (!expect(Tok::LBracket, "'[' and the mesh axes")) return false;
+    std::vector<MeshAxis> axes;
+    int64_t total = 1;
+    while (true) {
+      Token at = tok_;
+      if (tok_.kind != Tok::Ident) return expected("an axis name");
+      MeshAxis axis{std::string(tok_.text), 0};
+      for (const MeshAxis& a : axes) {
+        if (a.name == axis.name)
+          return error(diag::kIrMesh, range(at), fmt::format("axis '{}' is declared twice", a.name));
+      }
+      advance();
+      if (!expect(Tok::Equals, "'=' and the axis size")) return false;
+      if (!parse_small_int(axis.size, "an axis size", 1, 1 << 20)) return false;
+      total *= axis.size;
+      if (total > (1 << 24)) return error(diag::kIrMesh, range(at), "the mesh has more than 16777216 devices");
+      axes.push_back(std::move(axis));
+      if (axes.size() > kMaxMeshAxes)
+        return error(diag::kIrMesh, range(at), fmt::format("a mesh has at most {} axes", kMaxMeshAxes));
+      if (tok_.kind == Tok::Comma) {
+        advance();
+        continue;
+      }
+      if (!expect(Tok::RBracket, "',' or ']'")) return false;
+      break;
+    }
+    Mesh mesh(std::move(name), std::move(axes));
+    if (is_word("devices")) {
+      Token at = tok_;
+      advance();
+      std::vector<int32_t> ids;
+      if (!expect(Tok::LBracket, "'[' and one physical device id per rank")) return false;
+      while (tok_.kind != Tok::RBracket) {
+        int32_t id = 0;
+        if (!parse_small_int(id, "a physical device id", 0, INT32_MAX)) return false;
+        ids.push_back(id);
+        if (tok_.kind == Tok::Comma)
+          advance();
+        else if (tok_.kind != Tok::RBracket)
+          return expected("',' or ']'");
+      }
+      advance();
+      if (static_cast<int64_t>(ids.size()) != mesh.size())
+        return error(diag::kIrMesh, range(at),
+                     fmt::format("the mesh has {} devices but {} physical ids are given", mesh.size(), ids.size()));
+      mesh.set_physical(std::move(ids));
+    }
+    module_.set_mesh(std::move(mesh));
+    return true;
+  }
+
+  bool parse_devices(DeviceSetId& id) {
+    const Mesh& mesh = module_.mesh();
+    if (tok_.kind != Tok::Ident)
+      return expected(fmt::format("a device set ('{}', '{}[axis=...]')", mesh.name(), mesh.name()));
+    if (tok_.text != mesh.name())
+      return error(diag::kIrDeviceSet, range(tok_),
+                   fmt::format("unknown mesh '{}'; the mesh is '{}'", tok_.text, mesh.name()));
+    advance();
+    DeviceSet set;
+    if (tok_.kind == Tok::LBrace) {
+      advance();
+      while (true) {
+        Token at = tok_;
+        int32_t r = 0;
+        if (!parse_small_int(r, "a rank", 0, INT32_MAX)) return false;
+        if (r >= mesh.size())
+          return error(diag::kIrDeviceSet, range(at),
+                       fmt::format("rank {} is outside the mesh of {} devices", r, mesh.size()));
+        for (Rank other : set.ranks) {
+          if (other == r) return error(diag::kIrDeviceSet, range(at), fmt::format("rank {} is listed twice", r));
+        }
+        set.ranks.push_back(r);
+        if (tok_.kind == Tok::Comma) {
+          advance();
+          continue;
+        }
+        if (!expect(Tok::RBrace, "',' or '}'")) return false;
+        break;
+      }
+    } else {
+      set = DeviceSet::whole(mesh);
+      if (tok_.kind == Tok::LBracket) {
+        advance();
+        std::vector<bool> seen(static_cast<size_t>(mesh.axis_count()), false);
+        while (true) {
+          Token at = tok_;
+          if (tok_.kind != Tok::Ident) return expected("an axis name");
+          int axis = mesh.axis_index(tok_.text);
+          if (axis < 0)
+            return error(diag::kIrDeviceSet, range(at),
+                         fmt::format("mesh '{}' has no axis '{}'", mesh.name(), tok_.text));
+          if (seen[static_cast<size_t>(axis)])
+            return error(diag::kIrDeviceSet, range(at), fmt::format("axis '{}' is constrained twice", tok_.text));
+          seen[static_cast<size_t>(axis)] = true;
+          advance();
+          if (!expect(Tok::Equals, "'=' and an index or range")) return false;
+          int32_t size = mesh.axes()[static_cast<size_t>(axis)].size;
+          Token index = tok_;
+          AxisRange r;
+          if (!parse_small_int(r.begin, "an axis index", 0, INT32_MAX)) return false;
+          r.end = r.begin + 1;
+          if (tok_.kind == Tok::DotDot) {
+            advance();
+            if (!parse_small_int(r.end, "the end of the range", 0, INT32_MAX)) return false;
+          }
+          if (r.begin >= r.end || r.end > size)
+            return error(diag::kIrDeviceSet, range(index.begin, tok_.begin),
+                         fmt::format("{} is outside axis '{}' of size {} (ranges are half-open: lo..hi)",
+                                     std::string_view(lexer_text().substr(index.begin, tok_.begin - index.begin)),
+                                     mesh.axes()[static_cast<size_t>(axis)].name, size));
+          set.ranges[static_cast<size_t>(axis)] = r;
+          if (tok_.kind == Tok::Comma) {
+            advance();
+            continue;
+          }
+          if (!expect(Tok::RBracket, "',' or ']'")) return false;
+          break;
+        }
+      }
+    }
+    id = module_.intern_devices(set);
+    return true;
+  }
+
+  std::string_view lexer_text() const { return diags_.sources().file(file_).text; }
+
+  // ---- types and layouts ----
+  bool parse_type(TypeId& id) {
+    if (tok_.kind != Tok::Ident) return expected("a type such as f32[4, 8]");
+    std::optional<DType> dtype = parse_dtype(tok_.text);
+    if (!dtype)
+      return error(
+          diag::kIrSyntax, range(tok_),
+          fmt::format("unknown element type '{}'; expected f32, f16, bf16, f64, i32, i64, i8 or u8", tok_.text));
+    advance();
+    if (!expect(Tok::LBracket, "'[' and the shape")) return false;
+    TensorType t;
+    t.dtype = *dtype;
+    while (tok_.kind != Tok::RBracket) {
+      Token at = tok_;
+      int64_t d = 0;
+      if (!parse_int(d, "a dimension size")) return false;
+      if (d < 0) return error(diag::kIrSyntax, range(at), "dimension sizes must be >= 0");
+      if (t.rank == kMaxRank)
+        return error(diag::kIrSyntax, range(at), fmt::format("a type has at most {} dimensions", kMaxRank));
+      t.dims[t.rank++] = d;
+      if (tok_.kind == Tok::Comma)
+        advance();
+      else if (tok_.kind != Tok::RBracket)
+        return expected("',' or ']'");
+    }
+    advance();
+    id = module_.intern_type(t);
+    return true;
+  }
+
+  bool parse_layout(LayoutId& id) {
+    const Mesh& mesh = module_.mesh();
+    advance();  // sbp
+    if (!expect(Tok::LParen, "'(' and one SBP per mesh axis")) return false;
+    Layout layout(static_cast<size_t>(mesh.axis_count()));
+    std::vector<bool> seen(layout.size(), false);
+    while (tok_.kind != Tok::RParen) {
+      if (tok_.kind != Tok::Ident) return expected("an axis name");
+      int axis = mesh.axis_index(tok_.text);
+      if (axis < 0)
+        return error(diag::kIrLayout, range(tok_), fmt::format("mesh '{}' has no axis '{}'", mesh.name(), tok_.text));
+      if (seen[static_cast<size_t>(axis)])
+        return error(diag::kIrLayout, range(tok_), fmt::format("axis '{}' appears twice", tok_.text));
+      seen[static_cast<size_t>(axis)] = true;
+      advance();
+      if (!expect(Tok::Equals, "'='")) return false;
+      Sbp& sbp = layout[static_cast<size_t>(axis)];
+      if (is_word("B")) {
+        advance();
+      } else if (is_word("S")) {
+        advance();
+        int32_t dim = 0;
+        if (!expect(Tok::LParen, "'('") || !parse_small_int(dim, "a split dimension", 0, kMaxRank - 1) ||
+            !expect(Tok::RParen, "')'"))
+          return false;
+        sbp = {Sbp::Split, static_cast<uint8_t>(dim)};
+      } else if (is_word("P")) {
+        advance();
+        if (!expect(Tok::LParen, "'('")) return false;
+        if (is_word("sum"))
+          sbp.kind = Sbp::PartialSum;
+        else if (is_word("max"))
+          sbp.kind = Sbp::PartialMax;
+        else
+          return expected("'sum' or 'max'");
+        advance();
+        if (!expect(Tok::RParen, "')'")) return false;
+      } else {
+        return expected("B, S(dim), P(sum) or P(max)");
+      }
+      if (tok_.kind == Tok::Comma)
+        advance();
+      else if (tok_.kind != Tok::RParen)
+        return expected("',' or ')'");
+    }
+    advance();
+    id = module_.intern_layout(layout);
+    return true;
+  }
+
+  // ---- functions ----
+  bool define(std::string_view name, const Token& at, ValueId id) {
+    auto [it, inserted] = names_.emplace(name, id);
+    if (!inserted) {
+      diags_.error(diag::kIrRedefinedValue, range(at), fmt::format("value %{} is defined twice", name))
+          .note(function_->value_range(it->second), "first defined here");
+      return false;
+    }
+    return true;
+  }
+
+  bool parse_function() {
+    advance();  // func
+    if (tok_.kind != Tok::Func) return expected("a function name such as @step");
+    if (module_.find_function(tok_.text) != nullptr)
+      return error(diag::kIrSyntax, range(tok_), fmt::format("function @{} is defined twice", tok_.text));
+    function_ = &module_.add_function(std::string(tok_.text));
+    names_.clear();
+    advance();
+    if (!expect(Tok::LBrace, "'{'")) return false;
+    Builder builder(module_, *function_);
+    while (true) {
+      if (tok_.kind == Tok::Ident) {
+        if (tok_.text == "return") return parse_return();
+        if (std::optional<ArgKind> kind = parse_arg_kind(tok_.text)) {
+          if (!function_->ops.empty())
+            return error(diag::kIrSyntax, range(tok_), "arguments (param, state, input) come before the first op");
+          if (!parse_arg(builder, *kind)) return false;
+          continue;
+        }
+      }
+      if (tok_.kind == Tok::RBrace) return expected("'return' before '}'");
+      if (!parse_op(builder)) return false;
+    }
+  }
+
+  bool parse_return() {
+    advance();
+    if (tok_.kind == Tok::Value) {
+      while (true) {
+        ValueId v = 0;
+        if (!parse_operand(v)) return false;
+        function_->returns.push_back(v);
+        if (tok_.kind != Tok::Comma) break;
+        advance();
+      }
+    }
+    return expect(Tok::RBrace, "'}' after the return");
+  }
+
+  bool parse_arg(Builder& builder, ArgKind kind) {
+    advance();
+    if (tok_.kind != Tok::Value) return expected("an argument name such as %w");
+    Token name = tok_;
+    advance();
+    DeviceSetId devices = 0;
+    TypeId type = 0;
+    LayoutId layout = kNoLayout;
+    if (!expect_word("on") || !parse_devices(devices) || !expect(Tok::Colon, "':' and the type") || !parse_type(type))
+      return false;
+    if (is_word("sbp") && !parse_layout(layout)) return false;
+    ValueId id = builder.add_arg(name.text, kind, module_.type(type), devices, layout);
+    function_->value_ranges.resize(function_->values.size());
+    function_->value_ranges[id] = range(name);
+    return define(name.text, name, id);
+  }
+
+  bool parse_operand(ValueId& v) {
+    if (tok_.kind != Tok::Value) return expected("a value such as %x");
+    auto it = names_.find(tok_.text);
+    if (it == names_.end())
+      return error(diag::kIrUndefinedValue, range(tok_),
+                   fmt::format("value %{} is not defined before this use", tok_.text));
+    v = it->second;
+    advance();
+    return true;
+  }
+
+  bool parse_attr(const OpInfo& info, std::vector<AttrValue>& attrs) {
+    if (tok_.kind != Tok::Ident) return expected("an attribute name");
+    Token name = tok_;
+    int slot = info.attr_slot(name.text);
+    if (slot < 0) {
+      std::string known;
+      for (const AttrSpec& a : info.attrs) known += fmt::format("{}{}", known.empty() ? "" : ", ", a.name);
+      return error(diag::kIrAttribute, range(name),
+                   fmt::format("{} has no attribute '{}'{}", info.name, name.text,
+                               known.empty() ? "; it takes none" : fmt::format(" (it takes {})", known)));
+    }
+    for (const AttrValue& a : attrs) {
+      if (a.name == name.text)
+        return error(diag::kIrAttribute, range(name), fmt::format("attribute '{}' is given twice", name.text));
+    }
+    advance();
+    if (!expect(Tok::Equals, "'='")) return false;
+    const AttrSpec& spec = info.attrs[static_cast<size_t>(slot)];
+    Token value = tok_;
+    AttrValue a;
+    a.name = spec.name;
+    a.type = spec.type;
+    auto mistyped = [&](std::string_view want) {
+      return error(diag::kIrAttribute, range(value),
+                   fmt::format("attribute '{}' of {} is {}, found '{}'", spec.name, info.name, want, describe(value)));
+    };
+    switch (spec.type) {
+      case AttrType::Int:
+        if (tok_.kind != Tok::Int) return mistyped("an integer");
+        if (!parse_int(a.i, "an integer")) return false;
+        break;
+      case AttrType::Float:
+        if (tok_.kind != Tok::Int && tok_.kind != Tok::Float) return mistyped("a number");
+        if (!std::from_chars(tok_.text.data(), tok_.text.data() + tok_.text.size(), a.f).ptr)
+          return mistyped("a number");
+        advance();
+        break;
+      case AttrType::Bool:
+        if (!is_word("true") && !is_word("false")) return mistyped("true or false");
+        a.i = tok_.text == "true" ? 1 : 0;
+        advance();
+        break;
+      case AttrType::String:
+        if (tok_.kind != Tok::String) return mistyped("a string");
+        strings_.emplace_back(tok_.text);
+        a.s = strings_.back();
+        advance();
+        break;
+      case AttrType::IntList: {
+        if (tok_.kind != Tok::LBracket) return mistyped("a list of integers");
+        advance();
+        lists_.emplace_back();
+        std::vector<int64_t>& list = lists_.back();
+        while (tok_.kind != Tok::RBracket) {
+          int64_t v = 0;
+          if (!parse_int(v, "an integer")) return false;
+          list.push_back(v);
+          if (tok_.kind == Tok::Comma)
+            advance();
+          else if (tok_.kind != Tok::RBracket)
+            return expected("',' or ']'");
+        }
+        advance();
+        a.list = list;
+        break;
+      }
+    }
+    attrs.push_back(a);
+    return true;
+  }
+
+  bool parse_meta(OpMeta& meta) {
+    advance();  // <
+    while (tok_.kind != Tok::RAngle) {
+      if (tok_.kind != Tok::Ident) return expected("stage, mb, phase or loc");
+      Token key = tok_;
+      advance();
+      if (!expect(Tok::Equals, "'='")) return false;
+      if (key.text == "stage") {
+        int32_t v = 0;
+        if (!parse_small_int(v, "a stage", 0, INT16_MAX)) return false;
+        meta.stage = static_cast<int16_t>(v);
+      } else if (key.text == "mb") {
+        if (!parse_small_int(meta.micro_batch, "a micro-batch", 0, INT32_MAX)) return false;
+      } else if (key.text == "phase") {
+        std::optional<Phase> phase = tok_.kind == Tok::Ident ? parse_phase(tok_.text) : std::nullopt;
+        if (!phase) return expected("a phase (forward, input_grad, weight_grad, recompute, optimizer)");
+        meta.phase = *phase;
+        advance();
+      } else if (key.text == "loc") {
+        if (tok_.kind != Tok::String) return expected("a quoted .dstrat file name");
+        SourceLoc loc;
+        loc.file = module_.intern(tok_.text);
+        advance();
+        int32_t line = 0, column = 0;
+        if (!expect(Tok::Colon, "':' and a line") || !parse_small_int(line, "a line", 1, INT32_MAX) ||
+            !expect(Tok::Colon, "':' and a column") || !parse_small_int(column, "a column", 1, INT32_MAX))
+          return false;
+        loc.line = static_cast<uint32_t>(line);
+        loc.column = static_cast<uint32_t>(column);
+        meta.loc = module_.intern_loc(loc);
+      } else {
+        return error(diag::kIrSyntax, range(key),
+                     fmt::format("expected stage, mb, phase or loc, found '{}'", key.text));
+      }
+      if (tok_.kind == Tok::Comma)
+        advance();
+      else if (tok_.kind != Tok::RAngle)
+        return expected("',' or '>'");
+    }
+    advance();
+    return true;
+  }
+
+  bool parse_groups(GroupListId& groups) {
+    advance();  // groups
+    if (!expect(Tok::LBracket, "'[' and the groups")) return false;
+    std::vector<std::vector<Rank>> list;
+    while (tok_.kind != Tok::RBracket) {
+      if (!expect(Tok::LBracket, "'[' and the ranks of a group")) return false;
+      list.emplace_back();
+      while (tok_.kind != Tok::RBracket) {
+        Token at = tok_;
+        int32_t r = 0;
+        if (!parse_small_int(r, "a rank", 0, INT32_MAX)) return false;
+        if (r >= module_.mesh().size())
+          return error(diag::kIrDeviceSet, range(at),
+                       fmt::format("rank {} is outside the mesh of {} devices", r, module_.mesh().size()));
+        list.back().push_back(r);
+        if (tok_.kind == Tok::Comma)
+          advance();
+        else if (tok_.kind != Tok::RBracket)
+          return expected("',' or ']'");
+      }
+      advance();
+      if (tok_.kind == Tok::Comma)
+        advance();
+      else if (tok_.kind != Tok::RBracket)
+        return expected("',' or ']'");
+    }
+    advance();
+    groups = module_.add_groups(std::move(list));
+    return true;
+  }
+
+  bool parse_over(uint16_t& axes) {
+    advance();  // over
+    if (!expect(Tok::LBracket, "'[' and mesh axes")) return false;
+    while (tok_.kind != Tok::RBracket) {
+      if (tok_.kind != Tok::Ident) return expected("an axis name");
+      int axis = module_.mesh().axis_index(tok_.text);
+      if (axis < 0)
+        return error(diag::kIrDeviceSet, range(tok_),
+                     fmt::format("mesh '{}' has no axis '{}'", module_.mesh().name(), tok_.text));
+      axes = static_cast<uint16_t>(axes | (1u << axis));
+      advance();
+      if (tok_.kind == Tok::Comma)
+        advance();
+      else if (tok_.kind != Tok::RBracket)
+        return expected("',' or ']'");
+    }
+    advance();
+    return true;
+  }
+
+  bool parse_op(Builder& builder) {
+    uint32_t start = tok_.begin;
+    std::vector<Token>& results = result_tokens_;
+    results.clear();
+    if (tok_.kind == Tok::Value) {
+      while (true) {
+        if (tok_.kind != Tok::Value) return expected("a result name such as %y");
+        results.push_back(tok_);
+        advance();
+        if (tok_.kind != Tok::Comma) break;
+        advance();
+      }
+      if (!expect(Tok::Equals, "'=' after the results")) return false;
+    }
+    if (tok_.kind != Tok::Ident) return expected("an op, an argument (param, state, input) or 'return'");
+    std::optional<OpKind> kind = find_kind(tok_.text);
+    if (!kind) return error(diag::kIrUnknownOp, range(tok_), fmt::format("unknown op '{}'", tok_.text));
+    const OpInfo& info = op_info(*kind);
+    uint32_t name_end = tok_.end;
+    advance();
+
+    operands_.clear();
+    if (!expect(Tok::LParen, "'(' and the operands")) return false;
+    while (tok_.kind != Tok::RParen) {
+      ValueId v = 0;
+      if (!parse_operand(v)) return false;
+      operands_.push_back(v);
+      if (tok_.kind == Tok::Comma)
+        advance();
+      else if (tok_.kind != Tok::RParen)
+        return expected("',' or ')'");
+    }
+    advance();
+
+    attrs_.clear();
+    strings_.clear();
+    lists_.clear();
+    if (tok_.kind == Tok::LBrace) {
+      advance();
+      while (tok_.kind != Tok::RBrace) {
+        if (!parse_attr(info, attrs_)) return false;
+        if (tok_.kind == Tok::Comma)
+          advance();
+        else if (tok_.kind != Tok::RBrace)
+          return expected("',' or '}'");
+      }
+      advance();
+    }
+
+    OpSpec spec;
+    spec.kind = *kind;
+    if (!expect_word("on") || !parse_devices(spec.devices)) return false;
+    if (info.category == OpCategory::Collective) {
+      if (is_word("over")) {
+        if (!parse_over(spec.group_axes)) return false;
+      } else if (is_word("groups")) {
+        if (!parse_groups(spec.groups)) return false;
+      } else {
+        return expected(fmt::format("'over [axes]' or 'groups [[ranks], ...]' for {}", info.name));
+      }
+    } else if (info.category == OpCategory::PointToPoint) {
+      bool send = *kind == OpKind::Send;
+      if (!expect_word(send ? "to" : "from") || !parse_devices(spec.peer) || !expect_word("channel")) return false;
+      int64_t channel = 0;
+      Token at = tok_;
+      if (!parse_int(channel, "a channel number")) return false;
+      if (channel < 0 || channel > INT32_MAX)
+        return error(diag::kIrSyntax, range(at), "channel numbers are in 0..2147483647");
+      spec.channel = static_cast<uint32_t>(channel);
+    }
+    if (is_word("stream")) {
+      advance();
+      std::optional<Stream> stream = tok_.kind == Tok::Ident ? parse_stream(tok_.text) : std::nullopt;
+      if (!stream) return expected("a stream (compute, feature, grad)");
+      spec.meta.stream = *stream;
+      advance();
+    }
+    if (tok_.kind == Tok::LAngle && !parse_meta(spec.meta)) return false;
+
+    types_.clear();
+    layouts_.clear();
+    if (!results.empty()) {
+      if (!expect(Tok::Colon, "':' and the result types")) return false;
+      while (true) {
+        TypeId t = 0;
+        LayoutId layout = kNoLayout;
+        if (!parse_type(t)) return false;
+        if (is_word("sbp") && !parse_layout(layout)) return false;
+        types_.push_back(t);
+        layouts_.push_back(layout);
+        if (tok_.kind != Tok::Comma) break;
+        advance();
+      }
+      if (types_.size() != results.size())
+        return error(diag::kIrSyntax, range(start, name_end),
+                     fmt::format("{} results are named but {} types are given", results.size(), types_.size()));
+    }
+    names_scratch_.clear();
+    for (const Token& r : results) names_scratch_.push_back(module_.intern(r.text));
+
+    spec.operands = operands_;
+    spec.attrs = attrs_;
+    spec.result_types = types_;
+    spec.result_layouts = layouts_;
+    spec.result_names = names_scratch_;
+    OpId op = builder.append(spec);
+    function_->op_ranges.resize(function_->ops.size());
+    function_->op_ranges[op] = range(start, name_end);
+    function_->value_ranges.resize(function_->values.size());
+    for (size_t i = 0; i < results.size(); ++i) {
+      ValueId v = function_->ops[op].first_result + static_cast<ValueId>(i);
+      function_->value_ranges[v] = range(results[i]);
+      if (!define(results[i].text, results[i], v)) return false;
+    }
+    return true;
+  }
+
+  static std::optional<OpKind> find_kind(std::string_view name) {
+    static const std::unordered_map<std::string_view, OpKind> kinds = [] {
+      std::unordered_map<std::string_view, OpKind> m;
+      for (int i = 0; i < kOpKindCount; ++i) m.emplace(op_name(static_cast<OpKind>(i)), static_cast<OpKind>(i));
+      return m;
+    }();
+    auto it = kinds.find(name);
+    return it == kinds.end() ? std::nullopt : std::optional<OpKind>(it->second);
+  }
+
+  FileId file_;
+  DiagnosticEngine& diags_;
+  Lexer lexer_;
+  Token tok_;
+  Module module_;
+  Function* function_ = nullptr;
+  std::unordered_map<std::string_view, ValueId> names_;
+  // Per-op scratch, reused to avoid allocating per op.
+  std::vector<Token> result_tokens_;
+  std::vector<ValueId> operands_;
+  std::vector<AttrValue> attrs_;
+  std::deque<std::string> strings_;
+  std::deque<std::vector<int64_t>> lists_;
+  std::vector<TypeId> types_;
+  std::vector<LayoutId> layouts_;
+  std::vector<StrId> names_scratch_;
+};
+
+}  // namespace
+
+std::optional<Module> parse_module(FileId file, DiagnosticEngine& diags) { return Parser(file, diags).run(); }
+
+std::optional<Module> parse_file(SourceManager& sources, const std::string& path, DiagnosticEngine& diags) {
+  std::optional<FileId> file = sources.find(path);
+  if (!file) {
+    std::string reason;
+    file = sources.load(path, reason);
+    if (!file) {
+      diags.error(diag::kIrFileUnreadable, SourceRange{}, fmt::format("cannot read '{}': {}", path, reason));
+      return std::nullopt;
+    }
+  }
+  return parse_module(*file, diags);
+}
+
+}  // namespace dstc::ir
