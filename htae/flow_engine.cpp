@@ -50,7 +50,7 @@ FlowId FlowEngine::start_flow(std::span<const LinkId> route, double bytes, doubl
   ++pending_count_;
   if (f.links.empty() || f.remaining == 0) {
     f.active = false;
-    events_.push({now + latency, id, kDelivery});
+    push_event({now + latency, id, kDelivery});
     return id;
   }
   f.active = true;
@@ -75,7 +75,7 @@ FlowId FlowEngine::start_flow(std::span<const LinkId> route, double bytes, doubl
 void FlowEngine::schedule_drain(FlowId id) {
   Flow& f = flows_[id];
   f.version += 1;
-  events_.push({f.since + f.remaining / f.rate, id, f.version});
+  push_event({f.since + f.remaining / f.rate, id, f.version});
 }
 
 void FlowEngine::remove_from_links(FlowId id) {
@@ -130,8 +130,10 @@ void FlowEngine::recompute() {
     if (l.unfrozen > 0) heap_.push_back({l.residual / l.unfrozen, id});
   }
   for (FlowId id : component_flows_) {
-    settle(flows_[id]);
-    flows_[id].frozen = false;
+    Flow& f = flows_[id];
+    settle(f);
+    f.frozen = false;
+    f.previous_rate = f.rate;
   }
   // Progressive filling. A link's fair share only grows as flows elsewhere
   // freeze below it, so a popped entry whose share has grown is re-pushed.
@@ -161,21 +163,37 @@ void FlowEngine::recompute() {
       }
     }
   }
-  for (FlowId id : component_flows_) schedule_drain(id);
+  // A flow whose rate did not change keeps its drain event.
+  for (FlowId id : component_flows_) {
+    if (flows_[id].rate != flows_[id].previous_rate) schedule_drain(id);
+  }
+  // Drop stale events once they dominate the heap.
+  if (events_.size() > 4 * pending_count_ + 1024) {
+    std::erase_if(events_, [&](const Event& e) { return is_stale(e); });
+    std::make_heap(events_.begin(), events_.end(), std::greater<>());
+  }
+}
+
+void FlowEngine::push_event(Event e) {
+  events_.push_back(e);
+  std::push_heap(events_.begin(), events_.end(), std::greater<>());
+}
+
+FlowEngine::Event FlowEngine::pop_event() {
+  std::pop_heap(events_.begin(), events_.end(), std::greater<>());
+  Event e = events_.back();
+  events_.pop_back();
+  return e;
 }
 
 void FlowEngine::pop_stale() {
-  while (!events_.empty()) {
-    const Event& e = events_.top();
-    if (e.version == kDelivery || (flows_[e.flow].active && flows_[e.flow].version == e.version)) return;
-    events_.pop();
-  }
+  while (!events_.empty() && is_stale(events_.front())) pop_event();
 }
 
 double FlowEngine::next_event_time() {
   recompute();
   pop_stale();
-  return events_.empty() ? kInfinity : events_.top().time;
+  return events_.empty() ? kInfinity : events_.front().time;
 }
 
 double FlowEngine::rate(FlowId id) {
@@ -187,13 +205,12 @@ void FlowEngine::advance_to(double t, std::vector<DeliveredFlow>& delivered) {
   for (;;) {
     recompute();
     pop_stale();
-    if (events_.empty() || events_.top().time > t) break;
+    if (events_.empty() || events_.front().time > t) break;
     // Every event at this instant, then one recomputation for all of them.
-    double at = events_.top().time;
+    double at = events_.front().time;
     now_ = std::max(now_, at);
-    while (!events_.empty() && events_.top().time <= at) {
-      Event e = events_.top();
-      events_.pop();
+    while (!events_.empty() && events_.front().time <= at) {
+      Event e = pop_event();
       Flow& f = flows_[e.flow];
       if (e.version == kDelivery) {
         delivered.push_back({e.flow, e.time});
@@ -205,7 +222,7 @@ void FlowEngine::advance_to(double t, std::vector<DeliveredFlow>& delivered) {
         f.since = now_;
         remove_from_links(e.flow);
         if (sharing_) dirty_links_.insert(dirty_links_.end(), f.links.begin(), f.links.end());
-        events_.push({now_ + f.latency, e.flow, kDelivery});
+        push_event({now_ + f.latency, e.flow, kDelivery});
       }
     }
   }

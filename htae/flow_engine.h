@@ -15,7 +15,6 @@
 #pragma once
 
 #include <cstdint>
-#include <queue>
 #include <span>
 #include <vector>
 
@@ -63,6 +62,7 @@ class FlowEngine {
     double remaining = 0;                // bytes left at time `since`
     double since = 0;
     double rate = 0;
+    double previous_rate = 0;  // before the current recomputation
     double latency = 0;
     uint32_t version = 0;
     uint32_t stamp = 0;
@@ -92,12 +92,17 @@ class FlowEngine {
   void remove_from_links(FlowId id);
   void recompute();  // over the components of dirty_links_
   void pop_stale();
+  bool is_stale(const Event& e) const {
+    return e.version != kDelivery && (!flows_[e.flow].active || flows_[e.flow].version != e.version);
+  }
+  void push_event(Event e);
+  Event pop_event();
 
   std::vector<LinkState> links_;
   std::vector<Flow> flows_;
   std::vector<FlowId> free_ids_;
   std::vector<LinkId> dirty_links_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::vector<Event> events_;  // a min-heap on time, with stale entries dropped lazily
   bool sharing_;
   double now_ = 0;
   uint32_t stamp_ = 0;
