@@ -16,15 +16,6 @@ Command add_unavailable_command(CLI::App& root, const std::string& name, const s
 
 }  // namespace
 
-Command add_check_command(CLI::App& root) {
-  return add_unavailable_command(root, "check", "Check .dstrat files and report every diagnostic",
-                                 "the .dstrat front end");
-}
-
-Command add_fmt_command(CLI::App& root) {
-  return add_unavailable_command(root, "fmt", "Format a .dstrat file canonically", "the .dstrat front end");
-}
-
 Command add_compile_command(CLI::App& root) {
   return add_unavailable_command(root, "compile", "Compile a strategy to IR; --simulate predicts its performance",
                                  "the strategy compiler");

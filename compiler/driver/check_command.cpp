@@ -1,0 +1,56 @@
+// dstc check FILE... [-D name=value]: every diagnostic of the files, exit 1
+// on any error, silence and exit 0 when they are clean.
+#include <optional>
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "compiler/driver/cli.h"
+#include "compiler/driver/command.h"
+#include "compiler/frontend/frontend.h"
+#include "compiler/frontend/frontend_diagnostics.h"
+
+namespace dstc {
+namespace {
+
+struct CheckOptions {
+  std::vector<std::string> files;
+  std::vector<std::string> defines;
+};
+
+// The facts of the cluster file at `path` (which exists) for the checks that
+// need them. The cluster TOML loader is not wired in yet: no facts, so the
+// device-count check is skipped.
+std::optional<frontend::ClusterFacts> cluster_facts_for(const std::string& /*path*/) { return std::nullopt; }
+
+int run_check(CommandContext& ctx, const CheckOptions& opts) {
+  SourceManager sources;
+  DiagnosticEngine diags(sources);
+  std::unique_ptr<frontend::FrontendResult> result = frontend::check_files(opts.files, opts.defines, sources, diags);
+  for (const frontend::CheckedStrategy& s : result->strategies) {
+    const frontend::ClusterReference& cluster = s.strategy.cluster;
+    if (!cluster.range.valid()) continue;
+    if (cluster.resolved.empty()) {
+      diags.error(frontend::diag::kClusterNotFound, cluster.range,
+                  fmt::format("cannot find cluster file '{}' next to this file or in the stdlib", cluster.written));
+      continue;
+    }
+    if (std::optional<frontend::ClusterFacts> facts = cluster_facts_for(cluster.resolved)) {
+      frontend::check_against_cluster(s, *facts, diags);
+    }
+  }
+  diags.render(ctx.err, ctx.color);
+  return diags.has_errors() ? kExitInputErrors : kExitSuccess;
+}
+
+}  // namespace
+
+Command add_check_command(CLI::App& root) {
+  auto opts = std::make_shared<CheckOptions>();
+  CLI::App* sub = root.add_subcommand("check", "Check .dstrat files and report every diagnostic");
+  sub->add_option("files", opts->files, ".dstrat files to check")->required();
+  sub->add_option("-D", opts->defines, "Set a model or strategy parameter: -D name=value")->allow_extra_args(false);
+  return {sub, [opts](CommandContext& ctx) { return run_check(ctx, *opts); }};
+}
+
+}  // namespace dstc

@@ -1,0 +1,1063 @@
+#include "compiler/frontend/elaborate_strategy.h"
+
+#include <algorithm>
+#include <deque>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "compiler/frontend/frontend_diagnostics.h"
+
+namespace dstc::frontend {
+namespace {
+
+std::string source_text(const DiagnosticEngine& diags, SourceRange r) {
+  if (!r.valid()) return {};
+  const std::string& text = diags.sources().file(r.file).text;
+  return text.substr(r.begin, r.end - r.begin);
+}
+
+// A selector with its indexes evaluated.
+struct Segment {
+  bool any_name = false, any_depth = false;
+  std::string name;
+  SelectorSegment::Index index = SelectorSegment::Index::None;
+  int64_t first = 0, last = 0;
+};
+
+struct NodeSegment {
+  std::string name;
+  int64_t index = -1;
+};
+
+bool segment_matches(const Segment& s, const NodeSegment& n) {
+  if (!s.any_name && s.name != n.name) return false;
+  switch (s.index) {
+    case SelectorSegment::Index::None: return s.any_name || n.index < 0;
+    case SelectorSegment::Index::One: return n.index == s.first;
+    case SelectorSegment::Index::Range: return n.index >= s.first && n.index <= s.last;
+    case SelectorSegment::Index::All: return n.index >= 0;
+  }
+  return false;
+}
+
+bool matches(const std::vector<Segment>& sel, size_t i, const std::vector<NodeSegment>& path, size_t j) {
+  if (i == sel.size()) return j == path.size();
+  if (sel[i].any_depth) {
+    for (size_t k = j; k <= path.size(); ++k) {
+      if (matches(sel, i + 1, path, k)) return true;
+    }
+    return false;
+  }
+  return j < path.size() && segment_matches(sel[i], path[j]) && matches(sel, i + 1, path, j + 1);
+}
+
+// One statement to apply, with the scope its expressions see (a template's
+// body sees the template's parameters).
+struct FlatStmt {
+  const StrategyStmt* stmt;
+  const Scope* scope;
+};
+
+class StrategyElaborator {
+ public:
+  StrategyElaborator(const Program& program, DiagnosticEngine& diags, ModelCache& models)
+      : program_(program), diags_(diags), eval_(diags), models_(models) {}
+
+  std::optional<Strategy> run(const DeclRef& ref, const std::vector<Arg>& args, const Scope& caller,
+                              const std::vector<ParamOverride>& defines, const ClusterRef* cluster_override,
+                              size_t cluster_file) {
+    const StrategyDecl& decl = *ref.strategy;
+    size_t errors = diags_.error_count();
+    file_ = ref.file;
+    out_.name = decl.name;
+    out_.range = decl.name_range;
+    if (!decl.has_model) {
+      diags_.error(diag::kWrongKind, decl.name_range,
+                   fmt::format("strategy '{}' has no `for MODEL`: it is a template for `use`", decl.name));
+      return std::nullopt;
+    }
+    Scope& top = new_scope(nullptr);
+    if (!bind_params(decl.params, args, caller, defines, eval_, top, decl.name_range, decl.name)) return std::nullopt;
+    for (const ParamDecl& p : decl.params) {
+      if (const Scope::Binding* b = top.find(p.name)) out_.params.emplace_back(p.name, b->value);
+    }
+    std::vector<const StrategyDecl*> using_stack{&decl};
+    flatten(decl.body, top, using_stack);
+    if (diags_.error_count() > errors) return std::nullopt;
+
+    const DeclRef* model_ref = program_.lookup(decl.model.name, ref.file, decl.model.range, "model", diags_);
+    if (!model_ref) return std::nullopt;
+    if (model_ref->kind != DeclKind::Model) {
+      diags_.error(diag::kWrongKind, decl.model.range,
+                   fmt::format("'{}' is a {}, not a model", decl.model.name, decl_kind_name(model_ref->kind)))
+          .note(model_ref->name_range, "declared here");
+      return std::nullopt;
+    }
+    run_config();
+    std::vector<ParamOverride> model_args = model_arguments(decl, *model_ref->component, top, defines);
+    if (diags_.error_count() > errors) return std::nullopt;
+    const Model* model = models_.get(program_, *model_ref, model_args, diags_);
+    if (!model) return std::nullopt;
+    out_.model = model;
+    if (out_.run.batch == 0) out_.run.batch = model->batch;
+    if (cluster_override) {
+      out_.cluster = resolve_cluster(program_, cluster_file, *cluster_override, top, eval_);
+    } else if (decl.has_cluster) {
+      out_.cluster = resolve_cluster(program_, ref.file, decl.cluster, top, eval_);
+    }
+    build_paths();
+    mesh();
+    if (diags_.error_count() > errors) return std::nullopt;
+    for (const FlatStmt& f : flat_) apply(f);
+    if (diags_.error_count() > errors) return std::nullopt;
+    finish_compute();
+    finish_pipeline();
+    if (diags_.error_count() > errors) return std::nullopt;
+    return std::move(out_);
+  }
+
+ private:
+  Scope& new_scope(const Scope* parent) {
+    scopes_.push_back(std::make_unique<Scope>(parent));
+    return *scopes_.back();
+  }
+
+  // ---- statements: lets, ifs and uses resolved ----
+
+  void flatten(const std::vector<StrategyStmt>& body, Scope& scope, std::vector<const StrategyDecl*>& stack) {
+    for (const StrategyStmt& s : body) {
+      switch (s.kind) {
+        case StrategyStmtKind::Let: {
+          if (scope.has_own(s.name)) {
+            diags_.error(diag::kDuplicateName, s.name_range, fmt::format("'{}' is already declared", s.name))
+                .note(scope.find(s.name)->declared, "first declared here");
+            break;
+          }
+          scope.set(s.name, eval_.eval(*s.value, scope), s.name_range);
+          break;
+        }
+        case StrategyStmtKind::If: {
+          bool taken = false;
+          for (const StrategyBranch& b : s.branches) {
+            std::optional<bool> c = eval_.eval_bool(*b.condition, scope, "an if condition");
+            if (!c) return;
+            if (*c) {
+              flatten(b.body, scope, stack);
+              taken = true;
+              break;
+            }
+          }
+          if (!taken && s.has_else) flatten(s.else_body, scope, stack);
+          break;
+        }
+        case StrategyStmtKind::Use: use(s, scope, stack); break;
+        default: flat_.push_back({&s, &scope});
+      }
+    }
+  }
+
+  void use(const StrategyStmt& s, Scope& scope, std::vector<const StrategyDecl*>& stack) {
+    size_t from = program_.file_index(s.name_range.file);
+    const DeclRef* ref = program_.lookup(s.name, from, s.name_range, "strategy template", diags_);
+    if (!ref) return;
+    if (ref->kind != DeclKind::Strategy || ref->strategy->has_model) {
+      diags_.error(diag::kWrongKind, s.name_range,
+                   fmt::format("'{}' is not a strategy template (a strategy without `for`)", s.name))
+          .note(ref->name_range, "declared here");
+      return;
+    }
+    if (std::find(stack.begin(), stack.end(), ref->strategy) != stack.end()) {
+      std::string cycle;
+      for (const StrategyDecl* d : stack) cycle += d->name + " -> ";
+      diags_.error(diag::kUseCycle, s.name_range, fmt::format("strategies use each other in a cycle: {}{}", cycle, s.name));
+      return;
+    }
+    Scope& inner = new_scope(nullptr);
+    if (!bind_params(ref->strategy->params, s.args, scope, {}, eval_, inner, s.range, s.name)) return;
+    stack.push_back(ref->strategy);
+    flatten(ref->strategy->body, inner, stack);
+    stack.pop_back();
+  }
+
+  // ---- the run config and the model's parameters ----
+
+  void run_config() {
+    const FlatStmt* found = nullptr;
+    for (const FlatStmt& f : flat_) {
+      if (f.stmt->kind != StrategyStmtKind::Train && f.stmt->kind != StrategyStmtKind::Inference) continue;
+      if (found) {
+        diags_.error(diag::kBadConfig, f.stmt->range, "a strategy has one train or inference block")
+            .note(found->stmt->range, "the first one");
+        continue;
+      }
+      found = &f;
+    }
+    if (!found) return;  // training with the defaults
+    RunConfig& run = out_.run;
+    run.training = found->stmt->kind == StrategyStmtKind::Train;
+    run.range = found->stmt->range;
+    for (const ConfigEntry& e : found->stmt->entries) {
+      const Scope& sc = *found->scope;
+      if (e.key == "batch" || e.key == "accumulate") {
+        std::optional<int64_t> v = eval_.eval_int(*e.value, sc, e.key);
+        if (!v) continue;
+        if (*v < 1) {
+          diags_.error(diag::kBadConfig, e.value->range, fmt::format("{} must be at least 1", e.key));
+          continue;
+        }
+        if (e.key == "accumulate" && !run.training) {
+          diags_.error(diag::kBadConfig, e.key_range, "inference has no gradients to accumulate");
+          continue;
+        }
+        (e.key == "batch" ? run.batch : run.accumulate) = *v;
+        if (e.key == "batch") batch_range_ = e.value->range;
+      } else if (e.key == "optimizer" && run.training) {
+        std::string v = symbol(e, sc, {"sgd", "adam"});
+        if (!v.empty()) run.optimizer = v == "sgd" ? Optimizer::Sgd : Optimizer::Adam;
+      } else if (e.key == "precision") {
+        std::string v = symbol(e, sc, {"fp32", "bf16", "fp16"});
+        if (!v.empty()) run.precision = v == "fp32" ? Precision::Fp32 : v == "bf16" ? Precision::Bf16 : Precision::Fp16;
+      } else {
+        diags_.error(diag::kBadConfig, e.key_range,
+                     fmt::format("unknown key '{}' in {} (keys: batch, {}precision)", e.key,
+                                 run.training ? "train" : "inference",
+                                 run.training ? "optimizer, accumulate, " : ""));
+      }
+    }
+  }
+
+  std::string symbol(const ConfigEntry& e, const Scope& sc, std::vector<std::string> allowed) {
+    Value v = eval_.eval(*e.value, sc);
+    if (!v.ok()) return {};
+    std::string list;
+    for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
+    if (v.type == ValueType::Symbol && std::find(allowed.begin(), allowed.end(), v.s) != allowed.end()) return v.s;
+    diags_.error(diag::kBadConfig, e.value->range,
+                 fmt::format("{} must be one of {}, not {}", e.key, list, to_string(v)));
+    return {};
+  }
+
+  std::vector<ParamOverride> model_arguments(const StrategyDecl& decl, const ComponentDecl& model, const Scope& top,
+                                             const std::vector<ParamOverride>& defines) {
+    std::vector<ParamOverride> out;
+    for (const Arg& a : decl.model.args) {
+      if (a.name.empty()) {
+        diags_.error(diag::kArgumentMismatch, a.value->range, "model arguments are named: for GPT(layers = 24)");
+        continue;
+      }
+      if (std::none_of(model.params.begin(), model.params.end(), [&](const ParamDecl& p) { return p.name == a.name; })) {
+        diags_.error(diag::kArgumentMismatch, a.name_range, fmt::format("model {} has no parameter '{}'", model.name, a.name))
+            .note(model.name_range, "declared here");
+        continue;
+      }
+      Value v = eval_.eval(*a.value, top);
+      if (v.ok()) out.push_back({a.name, v, a.value->range});
+    }
+    if (batch_range_.valid()) {
+      // The train batch sets the parameter that sizes the first input's first dim.
+      const Stmt* first_input = nullptr;
+      for (const Stmt& s : model.body) {
+        if (s.kind == StmtKind::Input) {
+          first_input = &s;
+          break;
+        }
+      }
+      const Expr* size = first_input && !first_input->dims.empty() ? first_input->dims[0].size.get() : nullptr;
+      bool is_param = size && size->kind == ExprKind::Name &&
+                      std::any_of(model.params.begin(), model.params.end(),
+                                  [&](const ParamDecl& p) { return p.name == size->text; });
+      if (!is_param) {
+        diags_.error(diag::kBadConfig, batch_range_,
+                     fmt::format("the train batch sets the model parameter that sizes its batch dim, but {}'s first "
+                                 "input's first dim is not sized by a parameter",
+                                 model.name))
+            .note(first_input ? first_input->range : model.name_range, "the batch dim");
+      } else {
+        out.push_back({size->text, Value::of_int(out_.run.batch), batch_range_});
+      }
+    }
+    for (const ParamOverride& d : defines) {
+      if (std::any_of(model.params.begin(), model.params.end(), [&](const ParamDecl& p) { return p.name == d.name; })) {
+        out.push_back(d);
+      }
+    }
+    return out;
+  }
+
+  // ---- the mesh ----
+
+  void mesh() {
+    const FlatStmt* found = nullptr;
+    for (const FlatStmt& f : flat_) {
+      if (f.stmt->kind != StrategyStmtKind::Mesh) continue;
+      if (found) {
+        diags_.error(diag::kBadMesh, f.stmt->range, "a strategy has one mesh").note(found->stmt->range, "the first one");
+        return;
+      }
+      found = &f;
+    }
+    if (!found) {
+      diags_.error(diag::kBadMesh, out_.range, fmt::format("strategy '{}' has no mesh: write mesh [dp: N, ...]", out_.name));
+      return;
+    }
+    int64_t devices = 1;
+    for (const MeshAxisDecl& a : found->stmt->axes) {
+      std::optional<int64_t> size = eval_.eval_int(*a.size, *found->scope, fmt::format("the size of mesh axis {}", a.name));
+      if (!size) continue;
+      if (*size < 1) {
+        diags_.error(diag::kBadMesh, a.size->range, fmt::format("mesh axis {} has size {}; sizes must be at least 1", a.name, *size));
+        continue;
+      }
+      if (out_.axis_index(a.name) >= 0) {
+        diags_.error(diag::kBadMesh, a.name_range, fmt::format("mesh axis {} is declared twice", a.name));
+        continue;
+      }
+      if (__builtin_mul_overflow(devices, *size, &devices)) {
+        diags_.error(diag::kIntegerOverflow, a.size->range, "the mesh's device count overflows");
+        return;
+      }
+      out_.mesh.push_back({a.name, *size, a.name_range});
+    }
+  }
+
+  // ---- selectors ----
+
+  void build_paths() {
+    const Model& m = *out_.model;
+    paths_.resize(m.nodes.size());
+    for (size_t i = 1; i < m.nodes.size(); ++i) {
+      const Node& n = m.nodes[i];
+      paths_[i] = paths_[static_cast<size_t>(n.parent)];
+      if (m.nodes[n.parent].kind == NodeKind::Repeat) {
+        paths_[i].back().index = n.index;
+      } else {
+        paths_[i].push_back({n.name, -1});
+      }
+    }
+  }
+
+  std::optional<std::vector<Segment>> segments(const Selector& sel, const Scope& scope) {
+    std::vector<Segment> out;
+    for (const SelectorSegment& s : sel.segments) {
+      Segment g;
+      g.any_name = s.any_name;
+      g.any_depth = s.any_depth;
+      g.name = s.name;
+      g.index = s.index;
+      if (s.first) {
+        std::optional<int64_t> v = eval_.eval_int(*s.first, scope, "a selector index");
+        if (!v) return std::nullopt;
+        g.first = *v;
+      }
+      if (s.last) {
+        std::optional<int64_t> v = eval_.eval_int(*s.last, scope, "a selector index");
+        if (!v) return std::nullopt;
+        g.last = *v;
+      }
+      out.push_back(std::move(g));
+    }
+    return out;
+  }
+
+  std::vector<NodeId> match_nodes(const std::vector<Segment>& sel) {
+    std::vector<NodeId> out;
+    for (size_t i = 1; i < paths_.size(); ++i) {
+      if (matches(sel, 0, paths_[i], 0)) out.push_back(static_cast<NodeId>(i));
+    }
+    return out;
+  }
+
+  // Parameters whose `node path . name` matches, and all under matched nodes.
+  std::vector<TensorId> match_params(const std::vector<Segment>& sel) {
+    const Model& m = *out_.model;
+    std::vector<bool> under(m.nodes.size(), false);
+    for (NodeId n : match_nodes(sel)) under[static_cast<size_t>(n)] = true;
+    if (!sel.empty() && sel.size() == 1 && sel[0].any_depth) under[0] = true;
+    for (size_t i = 1; i < m.nodes.size(); ++i) under[i] = under[i] || under[static_cast<size_t>(m.nodes[i].parent)];
+    std::vector<TensorId> out;
+    for (size_t t = 0; t < m.tensors.size(); ++t) {
+      const Tensor& tensor = m.tensors[t];
+      if (tensor.role != TensorRole::Param) continue;
+      auto node = static_cast<size_t>(tensor.node);
+      bool hit = under[node];
+      if (!hit) {
+        std::vector<NodeSegment> path = paths_[node];
+        path.push_back({tensor.name.substr(tensor.name.rfind('.') + 1), -1});
+        hit = matches(sel, 0, path, 0);
+      }
+      if (hit) out.push_back(static_cast<TensorId>(t));
+    }
+    return out;
+  }
+
+  std::string text(const Selector& s) { return source_text(diags_, s.range); }
+
+  // ---- applying statements ----
+
+  void apply(const FlatStmt& f) {
+    const StrategyStmt& s = *f.stmt;
+    switch (s.kind) {
+      case StrategyStmtKind::Schedule: schedule(s, *f.scope); break;
+      case StrategyStmtKind::Pipeline:
+      case StrategyStmtKind::PipelineStages: pipeline(s, *f.scope); break;
+      case StrategyStmtKind::DefaultCompute: default_compute(s); break;
+      case StrategyStmtKind::Compute: compute(s, *f.scope); break;
+      case StrategyStmtKind::Memory: memory(s, *f.scope); break;
+      case StrategyStmtKind::Tie: tie(s, *f.scope); break;
+      default: break;  // mesh and run configs are read first
+    }
+  }
+
+  void schedule(const StrategyStmt& s, const Scope& scope) {
+    std::vector<NodeId> nodes{0};
+    std::string sel_text;
+    if (s.has_selector) {
+      std::optional<std::vector<Segment>> sel = segments(s.selectors[0], scope);
+      if (!sel) return;
+      nodes = match_nodes(*sel);
+      sel_text = text(s.selectors[0]);
+      if (nodes.empty()) {
+        diags_.error(diag::kSelectorNoMatch, s.selectors[0].range,
+                     fmt::format("selector '{}' matches no node of {}", sel_text, out_.model->name));
+        return;
+      }
+      for (NodeId n : nodes) {
+        const Node& node = out_.model->nodes[n];
+        if (node.is_leaf()) {
+          diags_.error(diag::kScheduleOnLeaf, s.selectors[0].range,
+                       fmt::format("schedule configs go on inner nodes, but {} is a leaf ({})", node.path, node.component))
+              .note(node.range, "instantiated here");
+          return;
+        }
+      }
+    }
+    ScheduleConfig c;
+    c.selector = sel_text;
+    c.range = s.range;
+    for (const ConfigEntry& e : s.entries) {
+      if (e.key == "micro_batches" || e.key == "max_ongoing") {
+        std::optional<int64_t> v = eval_.eval_int(*e.value, scope, e.key);
+        if (!v) continue;
+        if (*v < 1) {
+          diags_.error(diag::kBadConfig, e.value->range, fmt::format("{} must be at least 1", e.key));
+          continue;
+        }
+        if (e.key == "micro_batches") {
+          if (out_.run.batch % *v != 0) {
+            auto b = diags_.error(diag::kMicroBatches, e.value->range,
+                                  fmt::format("{} micro-batches do not divide the batch of {}", *v, out_.run.batch));
+            if (batch_range_.valid()) b.note(batch_range_, "the batch");
+            continue;
+          }
+          c.micro_batches = *v;
+        } else {
+          c.max_ongoing = *v;
+        }
+      } else if (e.key == "recompute") {
+        std::optional<bool> v = eval_.eval_bool(*e.value, scope, "recompute");
+        if (v) c.recompute = *v;
+      } else if (e.key == "kind") {
+        schedule_kind(e, scope, c);
+      } else {
+        diags_.error(diag::kBadConfig, e.key_range,
+                     fmt::format("unknown schedule key '{}' (keys: micro_batches, max_ongoing, recompute, kind)", e.key));
+      }
+    }
+    for (NodeId n : nodes) {
+      c.node = n;
+      out_.schedules.push_back(c);
+    }
+  }
+
+  void schedule_kind(const ConfigEntry& e, const Scope& scope, ScheduleConfig& c) {
+    const Expr& v = *e.value;
+    if (v.kind == ExprKind::Call && v.items[0]->kind == ExprKind::Name &&
+        (v.items[0]->text == "interleaved" || v.items[0]->text == "table")) {
+      bool interleaved = v.items[0]->text == "interleaved";
+      if (v.args.size() != 1 || !v.args[0].name.empty()) {
+        diags_.error(diag::kBadConfig, v.range,
+                     interleaved ? "write interleaved(V) with V virtual stages" : "write table(\"file.csv\")");
+        return;
+      }
+      Value a = eval_.eval(*v.args[0].value, scope);
+      if (interleaved) {
+        if (a.type != ValueType::Int || a.i < 1) {
+          diags_.error(diag::kBadConfig, v.args[0].value->range, "interleaved(V) needs an integer V >= 1");
+          return;
+        }
+        c.kind = ScheduleKind::Interleaved;
+        c.virtual_stages = a.i;
+      } else {
+        if (a.type != ValueType::String) {
+          diags_.error(diag::kBadConfig, v.args[0].value->range, "table(...) needs a file name in quotes");
+          return;
+        }
+        std::optional<std::string> path = resolve_relative(program_.files[file_]->path, a.s);
+        if (!path) {
+          diags_.error(diag::kFileNotFound, v.args[0].value->range, fmt::format("cannot find schedule table '{}'", a.s));
+          return;
+        }
+        c.kind = ScheduleKind::Table;
+        c.table = *path;
+      }
+      return;
+    }
+    Value k = eval_.eval(v, scope);
+    if (k.type == ValueType::Symbol && (k.s == "gpipe" || k.s == "1f1b" || k.s == "zb_h1")) {
+      c.kind = k.s == "gpipe" ? ScheduleKind::Gpipe : k.s == "1f1b" ? ScheduleKind::OneFOneB : ScheduleKind::ZbH1;
+      return;
+    }
+    if (k.ok()) {
+      diags_.error(diag::kBadConfig, v.range,
+                   fmt::format("schedule kind must be gpipe, 1f1b, interleaved(V), zb_h1 or table(\"file.csv\"), not {}",
+                               to_string(k)));
+    }
+  }
+
+  void pipeline(const StrategyStmt& s, const Scope& scope) {
+    if (out_.pipeline.present) {
+      diags_.error(diag::kBadPipeline, s.range, "a strategy has one pipeline").note(out_.pipeline.range, "the first one");
+      return;
+    }
+    int axis = out_.axis_index(s.name);
+    if (axis < 0) {
+      diags_.error(diag::kUnknownAxis, s.name_range, fmt::format("the mesh has no axis '{}'", s.name));
+      return;
+    }
+    PipelinePlacement& p = out_.pipeline;
+    p.axis = static_cast<size_t>(axis);
+    p.range = s.range;
+    int64_t stages = out_.mesh[p.axis].size;
+    if (s.kind == StrategyStmtKind::Pipeline) {
+      std::optional<std::vector<Segment>> sel = segments(s.selectors[0], scope);
+      if (!sel) return;
+      std::vector<NodeId> nodes = match_nodes(*sel);
+      if (nodes.size() == 1 && out_.model->nodes[nodes[0]].kind == NodeKind::Repeat) {
+        nodes = out_.model->nodes[nodes[0]].children;
+      }
+      if (nodes.empty()) {
+        diags_.error(diag::kSelectorNoMatch, s.selectors[0].range,
+                     fmt::format("selector '{}' matches no node of {}", text(s.selectors[0]), out_.model->name));
+        return;
+      }
+      if (static_cast<int64_t>(nodes.size()) < stages) {
+        diags_.error(diag::kBadPipeline, s.selectors[0].range,
+                     fmt::format("{} nodes cannot fill the {} stages of axis {}", nodes.size(), stages, s.name));
+        return;
+      }
+      for (int64_t k = 0; k < stages; ++k) p.stages.push_back({k, {}, s.range});
+      // Contiguous, as even as possible: the first (n mod stages) stages get one more.
+      size_t n = nodes.size(), base = n / static_cast<size_t>(stages), extra = n % static_cast<size_t>(stages);
+      size_t at = 0;
+      for (size_t k = 0; k < static_cast<size_t>(stages); ++k) {
+        size_t count = base + (k < extra ? 1 : 0);
+        for (size_t j = 0; j < count; ++j) p.stages[k].nodes.push_back(nodes[at++]);
+      }
+    } else {
+      for (const StageDecl& st : s.stages) {
+        std::optional<int64_t> index = eval_.eval_int(*st.index, scope, "a stage index");
+        if (!index) return;
+        if (*index < 0 || *index >= stages) {
+          diags_.error(diag::kBadPipeline, st.index->range,
+                       fmt::format("stage {} is outside axis {} (0..{})", *index, s.name, stages - 1));
+          return;
+        }
+        PipelineStage stage{*index, {}, st.range};
+        for (const Selector& m : st.members) {
+          std::optional<std::vector<Segment>> sel = segments(m, scope);
+          if (!sel) return;
+          std::vector<NodeId> nodes = match_nodes(*sel);
+          if (nodes.empty()) {
+            diags_.error(diag::kSelectorNoMatch, m.range,
+                         fmt::format("selector '{}' matches no node of {}", text(m), out_.model->name));
+            return;
+          }
+          stage.nodes.insert(stage.nodes.end(), nodes.begin(), nodes.end());
+        }
+        p.stages.push_back(std::move(stage));
+      }
+    }
+    p.present = true;
+  }
+
+  // Every leaf is placed: leaves outside the staged subtrees join the stage
+  // of the nearest staged leaf before them (or the first stage). Explicit
+  // stages must not overlap.
+  void finish_pipeline() {
+    PipelinePlacement& p = out_.pipeline;
+    if (!p.present) return;
+    const Model& m = *out_.model;
+    std::vector<int> stage_of(m.nodes.size(), -1);
+    for (size_t k = 0; k < p.stages.size(); ++k) {
+      for (NodeId n : p.stages[k].nodes) {
+        for (NodeId a = n; a != kNone; a = m.nodes[a].parent) {
+          if (stage_of[static_cast<size_t>(a)] >= 0) {
+            diags_.error(diag::kBadPipeline, p.stages[k].range,
+                         fmt::format("{} is placed in two stages", m.nodes[n].path))
+                .note(p.stages[static_cast<size_t>(stage_of[static_cast<size_t>(a)])].range, "also here");
+            return;
+          }
+        }
+        stage_of[static_cast<size_t>(n)] = static_cast<int>(k);
+      }
+    }
+    int current = 0;
+    bool explicit_stages = false;
+    for (const PipelineStage& st : p.stages) explicit_stages = explicit_stages || st.range != p.range;
+    for (size_t i = 1; i < m.nodes.size(); ++i) {
+      auto parent = static_cast<size_t>(m.nodes[i].parent);
+      if (stage_of[i] < 0 && parent != 0 && stage_of[parent] >= 0) stage_of[i] = stage_of[parent];
+      if (!m.nodes[i].is_leaf()) continue;
+      if (stage_of[i] >= 0) {
+        current = stage_of[i];
+        continue;
+      }
+      if (explicit_stages) {
+        diags_.error(diag::kBadPipeline, p.range, fmt::format("{} is in no pipeline stage", m.nodes[i].path))
+            .note(m.nodes[i].range, "instantiated here");
+        return;
+      }
+      stage_of[i] = current;
+      p.stages[static_cast<size_t>(current)].nodes.push_back(static_cast<NodeId>(i));
+    }
+  }
+
+  // nd-SBP from the written list: one entry per mesh axis (B when not written).
+  std::optional<std::vector<Sbp>> sbp_list(const std::vector<AxisSbp>& written, bool memory) {
+    std::vector<Sbp> out(out_.mesh.size());
+    std::vector<bool> seen(out_.mesh.size(), false);
+    for (const AxisSbp& a : written) {
+      int axis = out_.axis_index(a.axis);
+      if (axis < 0) {
+        diags_.error(diag::kUnknownAxis, a.axis_range, fmt::format("the mesh has no axis '{}'", a.axis));
+        return std::nullopt;
+      }
+      if (seen[static_cast<size_t>(axis)]) {
+        diags_.error(diag::kBadSbp, a.axis_range, fmt::format("axis {} is given twice", a.axis));
+        return std::nullopt;
+      }
+      seen[static_cast<size_t>(axis)] = true;
+      Sbp& s = out[static_cast<size_t>(axis)];
+      if (a.kind == "S" && a.has_arg) {
+        s.kind = SbpKind::Split;
+        if (a.arg_is_int) {
+          if (!memory || a.arg.size() > 3) {
+            diags_.error(diag::kBadSbp, a.arg_range,
+                         memory ? "dim index too large" : "compute configs split named dims: S(b), not S(0)");
+            return std::nullopt;
+          }
+          s.dim_index = std::stoi(a.arg);
+        } else {
+          s.dim = a.arg;
+        }
+      } else if (a.kind == "B" && !a.has_arg) {
+        s.kind = SbpKind::Broadcast;
+      } else if (a.kind == "P" && (!a.has_arg || a.arg == "sum" || a.arg == "max")) {
+        s.kind = SbpKind::Partial;
+        s.reduce = a.arg == "max" ? ReduceOp::Max : ReduceOp::Sum;
+      } else {
+        diags_.error(diag::kBadSbp, a.kind_range,
+                     fmt::format("an SBP is S(dim), B, P, P(sum) or P(max), not {}{}", a.kind,
+                                 a.has_arg ? "(" + a.arg + ")" : ""));
+        return std::nullopt;
+      }
+      if (out_.pipeline.present && static_cast<size_t>(axis) == out_.pipeline.axis && s.kind == SbpKind::Split) {
+        diags_.error(diag::kBadSbp, a.axis_range, fmt::format("axis {} carries the pipeline; it cannot also split", a.axis));
+        return std::nullopt;
+      }
+    }
+    return out;
+  }
+
+  // Each split dim must be divisible by the product of the axes splitting it.
+  bool divisible(const std::vector<Sbp>& sbp, const std::vector<Dim>& dims, SourceRange at, const std::string& where) {
+    for (const Dim& d : dims) {
+      int64_t parts = 1;
+      for (size_t a = 0; a < sbp.size(); ++a) {
+        if (sbp[a].kind == SbpKind::Split && sbp[a].dim == d.name) parts *= out_.mesh[a].size;
+      }
+      if (d.size % parts != 0) {
+        diags_.error(diag::kSplitNotDivisible, at,
+                     fmt::format("dim {} of {} has size {}, which {} device{} cannot split evenly", d.name, where,
+                                 d.size, parts, parts == 1 ? "" : "s"));
+        return false;
+      }
+    }
+    return true;
+  }
+
+  bool dims_known(const std::vector<Sbp>& sbp, const std::vector<Dim>& dims, const std::vector<AxisSbp>& written,
+                  const std::string& where, bool report) {
+    for (size_t a = 0; a < sbp.size(); ++a) {
+      if (sbp[a].kind != SbpKind::Split || sbp[a].dim.empty()) continue;
+      if (std::none_of(dims.begin(), dims.end(), [&](const Dim& d) { return d.name == sbp[a].dim; })) {
+        if (report) {
+          std::string names;
+          for (const Dim& d : dims) names += (names.empty() ? "" : ", ") + d.name;
+          SourceRange at;
+          for (const AxisSbp& w : written) {
+            if (w.axis == out_.mesh[a].name) at = w.arg_range;
+          }
+          diags_.error(diag::kUnknownDim, at, fmt::format("{} has no dim '{}' (its dims: {})", where, sbp[a].dim, names));
+        }
+        return false;
+      }
+    }
+    return true;
+  }
+
+  void default_compute(const StrategyStmt& s) {
+    std::optional<std::vector<Sbp>> sbp = sbp_list(s.sbp, false);
+    if (!sbp) return;
+    out_.default_compute = ComputeConfig{0, *sbp, true, "default", s.range};
+    default_written_ = &s.sbp;
+  }
+
+  void compute(const StrategyStmt& s, const Scope& scope) {
+    std::optional<std::vector<Segment>> sel = segments(s.selectors[0], scope);
+    if (!sel) return;
+    std::vector<NodeId> nodes = match_nodes(*sel);
+    std::vector<NodeId> leaves;
+    for (NodeId n : nodes) {
+      if (out_.model->nodes[n].is_leaf()) leaves.push_back(n);
+    }
+    std::string sel_text = text(s.selectors[0]);
+    if (leaves.empty()) {
+      auto b = diags_.error(diag::kSelectorNoMatch, s.selectors[0].range,
+                            fmt::format("selector '{}' matches no leaf of {}", sel_text, out_.model->name));
+      if (!nodes.empty()) b.note(fmt::format("it matches the inner node {}; select its leaves with {}.**",
+                                             out_.model->nodes[nodes[0]].path, sel_text));
+      return;
+    }
+    std::optional<std::vector<Sbp>> sbp = sbp_list(s.sbp, false);
+    if (!sbp) return;
+    for (NodeId leaf : leaves) {
+      const Node& n = out_.model->nodes[leaf];
+      std::vector<Dim> dims = out_.model->leaf_dims(leaf);
+      std::string where = fmt::format("{} ({})", n.path, n.component);
+      if (!dims_known(*sbp, dims, s.sbp, where, true)) return;
+      if (!divisible(*sbp, dims, s.range, where)) return;
+      explicit_[leaf] = out_.compute.size();
+      out_.compute.push_back({leaf, *sbp, false, sel_text, s.range});
+    }
+  }
+
+  // The default config goes to every leaf without an explicit one that has
+  // all the dims it splits.
+  void finish_compute() {
+    if (!out_.default_compute) return;
+    const Model& m = *out_.model;
+    for (size_t i = 1; i < m.nodes.size(); ++i) {
+      auto leaf = static_cast<NodeId>(i);
+      if (!m.nodes[i].is_leaf() || explicit_.count(leaf)) continue;
+      std::vector<Dim> dims = m.leaf_dims(leaf);
+      if (!dims_known(out_.default_compute->sbp, dims, *default_written_, "", false)) continue;
+      if (!divisible(out_.default_compute->sbp, dims, out_.default_compute->range,
+                     fmt::format("{} ({})", m.nodes[i].path, m.nodes[i].component)))
+        return;
+      ComputeConfig c = *out_.default_compute;
+      c.leaf = leaf;
+      out_.compute.push_back(std::move(c));
+    }
+    std::sort(out_.compute.begin(), out_.compute.end(),
+              [](const ComputeConfig& a, const ComputeConfig& b) { return a.leaf < b.leaf; });
+  }
+
+  void memory(const StrategyStmt& s, const Scope& scope) {
+    uint8_t roles = 0;
+    for (size_t i = 0; i < s.roles.size(); ++i) {
+      const std::string& r = s.roles[i];
+      uint8_t bit = r == "param" ? kRoleParam : r == "grad" ? kRoleGrad : r == "optimizer" ? kRoleOptimizer : 0;
+      if (!bit) {
+        diags_.error(diag::kBadConfig, s.role_ranges[i],
+                     fmt::format("unknown memory role '{}' (roles: param, grad, optimizer)", r));
+        return;
+      }
+      roles |= bit;
+    }
+    if (roles == 0) roles = kRoleAll;
+    std::optional<std::vector<Segment>> sel = segments(s.selectors[0], scope);
+    if (!sel) return;
+    std::vector<TensorId> params = match_params(*sel);
+    std::string sel_text = text(s.selectors[0]);
+    if (params.empty()) {
+      diags_.error(diag::kSelectorNoMatch, s.selectors[0].range,
+                   fmt::format("selector '{}' matches no parameter of {}", sel_text, out_.model->name));
+      return;
+    }
+    std::optional<std::vector<Sbp>> sbp = sbp_list(s.sbp, true);
+    if (!sbp) return;
+    for (TensorId t : params) {
+      const Tensor& tensor = out_.model->tensors[t];
+      std::vector<Sbp> resolved = *sbp;
+      for (Sbp& x : resolved) {
+        if (x.kind != SbpKind::Split) continue;
+        if (x.dim_index >= 0) {
+          if (static_cast<size_t>(x.dim_index) >= tensor.dims.size()) {
+            diags_.error(diag::kUnknownDim, s.range,
+                         fmt::format("{} has {} dims; S({}) is out of range", tensor.name, tensor.dims.size(), x.dim_index));
+            return;
+          }
+          x.dim = tensor.dims[static_cast<size_t>(x.dim_index)].name;
+        } else {
+          auto it = std::find_if(tensor.dims.begin(), tensor.dims.end(), [&](const Dim& d) { return d.name == x.dim; });
+          if (it == tensor.dims.end()) {
+            if (!dims_known(resolved, tensor.dims, s.sbp, tensor.name, true)) return;
+          }
+          x.dim_index = static_cast<int>(it - tensor.dims.begin());
+        }
+      }
+      if (!divisible(resolved, tensor.dims, s.range, tensor.name)) return;
+      out_.memory.push_back({t, roles, std::move(resolved), sel_text, s.range});
+    }
+  }
+
+  void tie(const StrategyStmt& s, const Scope& scope) {
+    TiedParams t;
+    t.range = s.range;
+    if (s.name == "transmit" || s.name == "replicate") {
+      t.mode = s.name == "transmit" ? TieMode::Transmit : TieMode::Replicate;
+    } else {
+      diags_.error(diag::kBadTie, s.name_range, fmt::format("tie mode must be transmit or replicate, not {}", s.name));
+      return;
+    }
+    for (const Selector& sel : s.selectors) {
+      std::optional<std::vector<Segment>> segs = segments(sel, scope);
+      if (!segs) return;
+      std::vector<TensorId> params = match_params(*segs);
+      if (params.size() != 1) {
+        diags_.error(params.empty() ? diag::kSelectorNoMatch : diag::kBadTie, sel.range,
+                     fmt::format("a tie names single parameters; '{}' matches {}", text(sel), params.size()));
+        return;
+      }
+      const Tensor& a = out_.model->tensors[params[0]];
+      if (!t.params.empty()) {
+        const Tensor& first = out_.model->tensors[t.params[0]];
+        std::vector<int64_t> sa, sf;
+        for (const Dim& d : a.dims) sa.push_back(d.size);
+        for (const Dim& d : first.dims) sf.push_back(d.size);
+        if (sa != sf) {
+          diags_.error(diag::kBadTie, sel.range, fmt::format("{} and {} have different shapes", first.name, a.name));
+          return;
+        }
+      }
+      t.params.push_back(params[0]);
+    }
+    out_.ties.push_back(std::move(t));
+  }
+
+  const Program& program_;
+  DiagnosticEngine& diags_;
+  Evaluator eval_;
+  ModelCache& models_;
+  size_t file_ = 0;
+  Strategy out_;
+  std::vector<std::unique_ptr<Scope>> scopes_;
+  std::vector<FlatStmt> flat_;
+  std::vector<std::vector<NodeSegment>> paths_;
+  std::map<NodeId, size_t> explicit_;
+  SourceRange batch_range_;
+  const std::vector<AxisSbp>* default_written_ = nullptr;
+};
+
+std::string cache_key(const std::string& model, const std::vector<ParamOverride>& overrides) {
+  std::string key = model;
+  for (const ParamOverride& o : overrides) key += "|" + o.name + "=" + to_string(o.value);
+  return key;
+}
+
+}  // namespace
+
+std::string_view schedule_kind_name(ScheduleKind k) {
+  switch (k) {
+    case ScheduleKind::Gpipe: return "gpipe";
+    case ScheduleKind::OneFOneB: return "1f1b";
+    case ScheduleKind::Interleaved: return "interleaved";
+    case ScheduleKind::ZbH1: return "zb_h1";
+    case ScheduleKind::Table: return "table";
+  }
+  return "gpipe";
+}
+
+int64_t Strategy::devices() const {
+  int64_t n = 1;
+  for (const MeshAxis& a : mesh) n *= a.size;
+  return n;
+}
+
+int Strategy::axis_index(std::string_view axis) const {
+  for (size_t i = 0; i < mesh.size(); ++i) {
+    if (mesh[i].name == axis) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+const Model* ModelCache::get(const Program& program, const DeclRef& model, const std::vector<ParamOverride>& overrides,
+                             DiagnosticEngine& diags) {
+  std::string key = cache_key(model.component->name, overrides);
+  if (auto it = models_.find(key); it != models_.end()) return it->second.get();
+  if (failed_.count(key)) return nullptr;
+  std::optional<Model> m = elaborate_model(program, model, overrides, diags);
+  if (!m) {
+    failed_[key] = true;
+    return nullptr;
+  }
+  auto owned = std::make_unique<Model>(std::move(*m));
+  const Model* ptr = owned.get();
+  models_.emplace(key, std::move(owned));
+  return ptr;
+}
+
+ClusterReference resolve_cluster(const Program& program, size_t from_file, const ClusterRef& ref, const Scope& scope,
+                                 Evaluator& eval) {
+  ClusterReference c;
+  c.written = ref.path;
+  c.range = ref.range;
+  c.resolved = resolve_relative(program.files[from_file]->path, ref.path).value_or("");
+  for (const Arg& a : ref.args) {
+    if (a.name.empty()) {
+      eval.diags().error(diag::kArgumentMismatch, a.value->range, "cluster settings are named: (nodes = 4)");
+      continue;
+    }
+    Value v = eval.eval(*a.value, scope);
+    if (!v.ok()) continue;
+    if (a.name == "nodes") {
+      if (v.type != ValueType::Int || v.i < 1) {
+        eval.diags().error(diag::kTypeMismatch, a.value->range, "nodes must be an integer of at least 1");
+        continue;
+      }
+      c.nodes = v.i;
+    }
+    c.overrides.emplace_back(a.name, v);
+  }
+  return c;
+}
+
+std::optional<Strategy> elaborate_strategy(const Program& program, const DeclRef& strategy,
+                                           const std::vector<Arg>& args, const Scope& caller,
+                                           const std::vector<ParamOverride>& defines, ModelCache& models,
+                                           DiagnosticEngine& diags, const ClusterRef* cluster_override,
+                                           size_t cluster_file) {
+  StrategyElaborator e(program, diags, models);
+  return e.run(strategy, args, caller, defines, cluster_override, cluster_file);
+}
+
+std::optional<SearchSpace> elaborate_search(const Program& program, const DeclRef& search,
+                                            const std::vector<ParamOverride>& defines, DiagnosticEngine& diags) {
+  const SearchDecl& decl = *search.search;
+  size_t errors = diags.error_count();
+  Evaluator eval(diags);
+  SearchSpace space;
+  space.decl = &decl;
+  space.file = search.file;
+  space.defines = defines;
+  Scope scope;
+  for (const SearchStmt& s : decl.body) {
+    if (s.kind == SearchStmtKind::Vary) {
+      for (const VaryItem& v : s.vary) {
+        if (std::any_of(space.vars.begin(), space.vars.end(), [&](const SearchVar& x) { return x.name == v.name; })) {
+          diags.error(diag::kDuplicateName, v.name_range, fmt::format("'{}' is varied twice", v.name));
+          continue;
+        }
+        Value domain = eval.eval(*v.domain, scope);
+        if (!domain.ok()) continue;
+        if (domain.type != ValueType::List || domain.list.empty()) {
+          diags.error(diag::kTypeMismatch, v.domain->range,
+                      fmt::format("the values of {} must be a non-empty list: [1, 2, 4], pow2(1, 64), range(1, 8)", v.name));
+          continue;
+        }
+        space.vars.push_back({v.name, std::move(domain.list), v.name_range});
+      }
+    } else if (s.kind == SearchStmtKind::Try) {
+      const DeclRef* ref = program.lookup(s.name, search.file, s.name_range, "strategy", diags);
+      if (!ref) continue;
+      if (ref->kind != DeclKind::Strategy || !ref->strategy->has_model) {
+        diags.error(diag::kWrongKind, s.name_range, fmt::format("'{}' is not a strategy for a model", s.name))
+            .note(ref->name_range, "declared here");
+        continue;
+      }
+      if (decl.has_model && ref->strategy->model.name != decl.model.name) {
+        diags.error(diag::kWrongKind, s.name_range,
+                    fmt::format("{} is for model {}, but this search is for {}", s.name, ref->strategy->model.name,
+                                decl.model.name))
+            .note(ref->strategy->model.range, "declared here");
+        continue;
+      }
+      space.tries.push_back(&s);
+    }
+  }
+  if (space.tries.empty() && diags.error_count() == errors) {
+    diags.error(diag::kEmptySearch, decl.name_range, fmt::format("search '{}' has no `try Strategy(...)`", decl.name));
+  }
+  space.grid_size = 1;
+  for (const SearchVar& v : space.vars) {
+    if (__builtin_mul_overflow(space.grid_size, v.values.size(), &space.grid_size)) {
+      diags.error(diag::kIntegerOverflow, v.range, "the search grid has more than 2^64 points");
+      break;
+    }
+  }
+  if (diags.error_count() > errors) return std::nullopt;
+  return space;
+}
+
+namespace {
+
+// Binds a point's values, then the search's lets, in a fresh scope.
+bool bind_point(const SearchSpace& space, const std::vector<Value>& point, Evaluator& eval, Scope& scope) {
+  for (size_t i = 0; i < space.vars.size(); ++i) scope.set(space.vars[i].name, point[i], space.vars[i].range);
+  for (const SearchStmt& s : space.decl->body) {
+    if (s.kind != SearchStmtKind::Let) continue;
+    Value v = eval.eval(*s.value, scope);
+    if (!v.ok()) return false;
+    scope.set(s.name, v, s.name_range);
+  }
+  return true;
+}
+
+}  // namespace
+
+size_t enumerate_search(const SearchSpace& space, DiagnosticEngine& diags,
+                        const std::function<bool(const std::vector<Value>&)>& visit) {
+  Evaluator eval(diags);
+  size_t errors = diags.error_count();
+  std::vector<size_t> at(space.vars.size(), 0);
+  std::vector<Value> point(space.vars.size());
+  size_t visited = 0;
+  for (uint64_t n = 0; n < space.grid_size; ++n) {
+    for (size_t i = 0; i < space.vars.size(); ++i) point[i] = space.vars[i].values[at[i]];
+    Scope scope;
+    if (!bind_point(space, point, eval, scope)) return visited;
+    bool keep = true;
+    for (const SearchStmt& s : space.decl->body) {
+      if (s.kind != SearchStmtKind::Where) continue;
+      std::optional<bool> ok = eval.eval_bool(*s.value, scope, "a where condition");
+      if (!ok || diags.error_count() > errors) return visited;
+      keep = keep && *ok;
+    }
+    if (keep) {
+      ++visited;
+      if (!visit(point)) return visited;
+    }
+    for (size_t i = space.vars.size(); i-- > 0;) {
+      if (++at[i] < space.vars[i].values.size()) break;
+      at[i] = 0;
+    }
+  }
+  return visited;
+}
+
+std::optional<Strategy> elaborate_search_point(const Program& program, const SearchSpace& space,
+                                               const std::vector<Value>& point, size_t try_index, ModelCache& models,
+                                               DiagnosticEngine& diags) {
+  Evaluator eval(diags);
+  Scope scope;
+  if (!bind_point(space, point, eval, scope)) return std::nullopt;
+  const SearchStmt& t = *space.tries.at(try_index);
+  const DeclRef* ref = program.find_visible(t.name, space.file);
+  if (!ref) return std::nullopt;
+  return elaborate_strategy(program, *ref, t.args, scope, space.defines, models, diags,
+                            space.decl->has_cluster ? &space.decl->cluster : nullptr, space.file);
+}
+
+}  // namespace dstc::frontend

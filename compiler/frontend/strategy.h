@@ -1,0 +1,136 @@
+// An elaborated strategy: a strategy declaration with its parameter values
+// applied to an elaborated Model. Everything is resolved to node, tensor
+// and mesh-axis indexes, and keeps the source range and selector text it
+// came from, for diagnostics in later stages.
+//
+// What the user wrote is recorded as written: schedule configs only on the
+// nodes that were given one (propagation is the compiler's job), compute
+// configs on the leaves a selector matched (the rest get `default`, marked
+// as such, or nothing).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/frontend/model.h"
+
+namespace dstc::frontend {
+
+struct MeshAxis {
+  std::string name;
+  int64_t size = 1;
+  SourceRange range;
+};
+
+struct ClusterReference {
+  std::string written;   // as in the file: "clusters/dgx-a100.toml"
+  std::string resolved;  // path to open; "" when not found
+  std::optional<int64_t> nodes;  // `(nodes = 128)`
+  std::vector<std::pair<std::string, Value>> overrides;  // every `(key = value)`, in order
+  SourceRange range;
+};
+
+enum class Optimizer { Sgd, Adam };
+enum class Precision { Fp32, Bf16, Fp16 };
+
+struct RunConfig {
+  bool training = true;  // false: `inference`, forward only
+  int64_t batch = 0;     // global batch (samples per step)
+  Optimizer optimizer = Optimizer::Adam;
+  Precision precision = Precision::Fp32;
+  int64_t accumulate = 1;  // gradient-accumulation steps per optimizer step
+  SourceRange range;
+};
+
+enum class ScheduleKind { Gpipe, OneFOneB, Interleaved, ZbH1, Table };
+std::string_view schedule_kind_name(ScheduleKind k);
+
+// A schedule config as written on one inner node; unset fields inherit.
+struct ScheduleConfig {
+  NodeId node = 0;
+  std::optional<int64_t> micro_batches;
+  std::optional<int64_t> max_ongoing;
+  std::optional<bool> recompute;
+  std::optional<ScheduleKind> kind;
+  int64_t virtual_stages = 1;  // interleaved(v)
+  std::string table;           // table("file.csv"), resolved like imports
+  std::string selector;        // as written; "" for the root
+  SourceRange range;
+};
+
+enum class SbpKind { Split, Broadcast, Partial };
+enum class ReduceOp { Sum, Max };
+
+// The layout on one mesh axis. Split names a dim of the op (compute) or of
+// the tensor (memory; also by index, dim_index >= 0).
+struct Sbp {
+  SbpKind kind = SbpKind::Broadcast;
+  std::string dim;
+  int dim_index = -1;
+  ReduceOp reduce = ReduceOp::Sum;
+  friend bool operator==(const Sbp&, const Sbp&) = default;
+};
+
+struct ComputeConfig {
+  NodeId leaf = 0;
+  std::vector<Sbp> sbp;  // one per mesh axis, in mesh order
+  bool from_default = false;
+  std::string selector;  // as written
+  SourceRange range;
+};
+
+enum MemoryRole : uint8_t { kRoleParam = 1, kRoleGrad = 2, kRoleOptimizer = 4, kRoleAll = 7 };
+
+struct MemoryConfig {
+  TensorId tensor = kNone;  // a parameter
+  uint8_t roles = kRoleAll;
+  std::vector<Sbp> sbp;  // one per mesh axis
+  std::string selector;
+  SourceRange range;
+};
+
+// Pipeline stage: the subtrees placed on index `index` of mesh axis `axis`.
+struct PipelineStage {
+  int64_t index = 0;
+  std::vector<NodeId> nodes;
+  SourceRange range;
+};
+
+struct PipelinePlacement {
+  bool present = false;
+  size_t axis = 0;  // index into mesh
+  std::vector<PipelineStage> stages;
+  SourceRange range;
+};
+
+enum class TieMode { Transmit, Replicate };
+
+struct TiedParams {
+  std::vector<TensorId> params;
+  TieMode mode = TieMode::Transmit;
+  SourceRange range;
+};
+
+struct Strategy {
+  std::string name;
+  SourceRange range;
+  std::vector<std::pair<std::string, Value>> params;  // effective values
+  const Model* model = nullptr;
+  std::vector<MeshAxis> mesh;
+  ClusterReference cluster;
+  RunConfig run;
+  std::vector<ScheduleConfig> schedules;
+  PipelinePlacement pipeline;
+  std::vector<ComputeConfig> compute;  // explicit and default, one per leaf at most
+  std::optional<ComputeConfig> default_compute;  // as written (leaf = 0)
+  std::vector<MemoryConfig> memory;
+  std::vector<TiedParams> ties;
+
+  int64_t devices() const;
+  // Index of a mesh axis, or -1.
+  int axis_index(std::string_view axis) const;
+};
+
+}  // namespace dstc::frontend
