@@ -33,7 +33,8 @@ enum class Tok : uint8_t {
   Colon,
   DotDot,
   End,
-  Bad
+  Bad,
+  BadString
 };
 
 struct Token {
@@ -47,6 +48,7 @@ std::string_view describe(const Token& t) {
   switch (t.kind) {
     case Tok::End: return "end of file";
     case Tok::String: return "a string";
+    case Tok::BadString: return "an unterminated string";
     default: return t.text;
   }
 }
@@ -119,7 +121,7 @@ class Lexer {
         }
     }
     t.end = static_cast<uint32_t>(pos_);
-    if (t.kind != Tok::String) t.text = text_.substr(t.begin, t.end - t.begin);
+    if (t.kind != Tok::String && t.kind != Tok::BadString) t.text = text_.substr(t.begin, t.end - t.begin);
     return t;
   }
 
@@ -176,8 +178,7 @@ class Lexer {
       t.kind = Tok::String;
       t.text = s;
     } else {
-      t.kind = Tok::Bad;
-      t.text = "an unterminated string";
+      t.kind = Tok::BadString;
     }
     if (decoded_.size() > 64) decoded_.pop_front();
   }
@@ -217,8 +218,8 @@ class Parser {
     return false;
   }
   bool expected(std::string_view what) {
-    if (tok_.kind == Tok::Bad && tok_.text == "an unterminated string")
-      return error(diag::kIrSyntax, range(tok_), fmt::format("expected {}, found an unterminated string", what));
+    if (tok_.kind == Tok::BadString || tok_.kind == Tok::End)
+      return error(diag::kIrSyntax, range(tok_), fmt::format("expected {}, found {}", what, describe(tok_)));
     return error(diag::kIrSyntax, range(tok_), fmt::format("expected {}, found '{}'", what, describe(tok_)));
   }
   bool expect(Tok kind, std::string_view what) {
@@ -564,6 +565,8 @@ class Parser {
     a.name = spec.name;
     a.type = spec.type;
     auto mistyped = [&](std::string_view want) {
+      if (value.kind == Tok::BadString)
+        return error(diag::kIrSyntax, range(value), "unterminated string: a string ends with '\"' on its own line");
       return error(diag::kIrAttribute, range(value),
                    fmt::format("attribute '{}' of {} is {}, found '{}'", spec.name, info.name, want, describe(value)));
     };

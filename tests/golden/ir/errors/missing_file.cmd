@@ -1,0 +1,1 @@
+ir verify tests/golden/ir/errors/no_such_file.ir

@@ -1,0 +1,1 @@
+ir dot tests/golden/ir/mlp_pipeline.ir

@@ -1,0 +1,1 @@
+ir verify tests/golden/ir/mlp_pipeline.ir

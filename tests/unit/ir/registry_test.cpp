@@ -1,0 +1,189 @@
+// The op registry's shape rules and costs, against hand-computed values.
+#include <gtest/gtest.h>
+
+#include "ir/groups.h"
+#include "ir/registry.h"
+
+namespace dstc::ir {
+namespace {
+
+// Builds one op on a one-axis mesh of `devices` and returns its result types
+// (or the shape rule's error).
+class RegistryTest : public ::testing::Test {
+ protected:
+  void SetUp() override { module_.set_mesh(Mesh("world", {{"dp", 4}})); }
+
+  struct Result {
+    std::vector<TensorType> types;
+    OpCost cost;
+    std::string error;
+  };
+
+  Result run(OpKind kind, std::vector<TensorType> operands, std::vector<AttrValue> attrs = {}, uint16_t axes = 0) {
+    Function& f = module_.add_function("f" + std::to_string(module_.functions.size()));
+    Builder b(module_, f);
+    DeviceSetId all = module_.intern_devices(DeviceSet::whole(module_.mesh()));
+    std::vector<ValueId> ids;
+    for (const TensorType& t : operands)
+      ids.push_back(b.add_arg("a" + std::to_string(ids.size()), ArgKind::Input, t, all));
+    OpSpec spec;
+    spec.kind = kind;
+    spec.devices = all;
+    spec.operands = ids;
+    spec.attrs = attrs;
+    spec.group_axes = axes;
+    Result r;
+    try {
+      OpId op = b.append(spec);
+      for (uint16_t i = 0; i < f.ops[op].result_count; ++i)
+        r.types.push_back(module_.value_type(f, f.ops[op].first_result + i));
+      r.cost = op_cost(module_, f, f.ops[op]);
+    } catch (const IrBuildError& e) {
+      r.error = e.what();
+    }
+    return r;
+  }
+
+  Module module_;
+};
+
+const TensorType F32(std::initializer_list<int64_t> shape) { return TensorType(DType::F32, shape); }
+
+TEST_F(RegistryTest, EveryKindIsRegisteredUnderItsName) {
+  for (int i = 0; i < kOpKindCount; ++i) {
+    auto kind = static_cast<OpKind>(i);
+    EXPECT_EQ(op_info(kind).kind, kind);
+    EXPECT_EQ(find_op_kind(op_name(kind)), kind);
+    EXPECT_NE(op_info(kind).cost, nullptr) << op_name(kind);
+  }
+  EXPECT_FALSE(find_op_kind("tanh").has_value());
+}
+
+TEST_F(RegistryTest, MatmulShapeAndFlops) {
+  Result r = run(OpKind::Matmul, {F32({4, 16}), F32({16, 8})});
+  ASSERT_EQ(r.types.size(), 1u);
+  EXPECT_EQ(r.types[0], F32({4, 8}));
+  EXPECT_DOUBLE_EQ(r.cost.flops, 2.0 * 4 * 8 * 16);               // 1024
+  EXPECT_DOUBLE_EQ(r.cost.bytes, (4 * 16 + 16 * 8 + 4 * 8) * 4);  // 896
+}
+
+TEST_F(RegistryTest, MatmulTransposesAndBatches) {
+  EXPECT_EQ(run(OpKind::Matmul, {F32({4, 16}), F32({8, 16})}, {AttrValue::boolean("transpose_b", true)}).types[0],
+            F32({4, 8}));
+  EXPECT_EQ(run(OpKind::Matmul, {F32({16, 4}), F32({16, 8})}, {AttrValue::boolean("transpose_a", true)}).types[0],
+            F32({4, 8}));
+  Result batched = run(OpKind::Matmul, {F32({2, 4, 16}), F32({16, 8})});
+  EXPECT_EQ(batched.types[0], F32({2, 4, 8}));
+  EXPECT_DOUBLE_EQ(batched.cost.flops, 2.0 * 2 * 4 * 8 * 16);
+  EXPECT_NE(run(OpKind::Matmul, {F32({4, 16}), F32({4, 16})}).error.find("inner sizes 16 and 4"), std::string::npos);
+}
+
+TEST_F(RegistryTest, EinsumContraction) {
+  Result r = run(OpKind::Einsum, {F32({2, 3, 4}), F32({5, 4})}, {AttrValue::string("spec", "bsh,oh->bso")});
+  EXPECT_EQ(r.types[0], F32({2, 3, 5}));
+  EXPECT_DOUBLE_EQ(r.cost.flops, 2.0 * 2 * 3 * 4 * 5);  // 240
+  EXPECT_NE(run(OpKind::Einsum, {F32({2, 3, 4}), F32({5, 3})}, {AttrValue::string("spec", "bsh,oh->bso")})
+                .error.find("dimension 'h' is 4"),
+            std::string::npos);
+  EXPECT_FALSE(run(OpKind::Einsum, {F32({2, 3})}, {AttrValue::string("spec", "ab->c")}).error.empty());
+}
+
+TEST_F(RegistryTest, ElementwiseBroadcastsTrailingDims) {
+  Result r = run(OpKind::Add, {F32({4, 8}), F32({8})});
+  EXPECT_EQ(r.types[0], F32({4, 8}));
+  EXPECT_DOUBLE_EQ(r.cost.flops, 32);
+  EXPECT_FALSE(run(OpKind::Add, {F32({4, 8}), F32({4})}).error.empty());
+  EXPECT_DOUBLE_EQ(run(OpKind::Gelu, {F32({4, 8})}).cost.flops, 8.0 * 32);
+}
+
+TEST_F(RegistryTest, AttentionFlopsHalveWhenCausal) {
+  TensorType qkv = F32({1, 2, 8, 4});
+  Result full = run(OpKind::Attention, {qkv, qkv, qkv});
+  EXPECT_EQ(full.types[0], qkv);
+  EXPECT_DOUBLE_EQ(full.cost.flops, 2.0 * 1 * 2 * 8 * 8 * (4 + 4));  // 2048
+  EXPECT_DOUBLE_EQ(run(OpKind::Attention, {qkv, qkv, qkv}, {AttrValue::boolean("causal", true)}).cost.flops, 1024);
+  Result grad = run(OpKind::AttentionGrad, {qkv, qkv, qkv, qkv});
+  EXPECT_EQ(grad.types.size(), 3u);
+  EXPECT_DOUBLE_EQ(grad.cost.flops, 2.0 * 1 * 2 * 8 * 8 * (3 * 4 + 2 * 4));
+}
+
+TEST_F(RegistryTest, ConvolutionAndPooling) {
+  std::vector<int64_t> one = {1, 1};
+  Result conv = run(OpKind::Conv2d, {F32({1, 3, 8, 8}), F32({4, 3, 3, 3})}, {AttrValue::ints("padding", one)});
+  EXPECT_EQ(conv.types[0], F32({1, 4, 8, 8}));
+  EXPECT_DOUBLE_EQ(conv.cost.flops, 2.0 * (1 * 4 * 8 * 8) * (3 * 3 * 3));  // 13824
+  std::vector<int64_t> two = {2, 2};
+  EXPECT_EQ(run(OpKind::Conv2d, {F32({1, 3, 8, 8}), F32({4, 3, 3, 3})}, {AttrValue::ints("stride", two)}).types[0],
+            F32({1, 4, 3, 3}));
+  EXPECT_EQ(run(OpKind::MaxPool2d, {F32({1, 3, 8, 8})}, {AttrValue::ints("kernel", two)}).types[0], F32({1, 3, 4, 4}));
+  Result dx = run(OpKind::Conv2dInputGrad, {F32({1, 4, 8, 8}), F32({1, 3, 8, 8}), F32({4, 3, 3, 3})},
+                  {AttrValue::ints("padding", one)});
+  EXPECT_EQ(dx.types[0], F32({1, 3, 8, 8}));
+  EXPECT_EQ(op_info(OpKind::Conv2dInputGrad).shape_only_operands, 1u << 1);  // x: its shape only
+}
+
+TEST_F(RegistryTest, LayoutOps) {
+  std::vector<int64_t> shape = {-1, 4};
+  EXPECT_EQ(run(OpKind::Reshape, {F32({2, 3, 4})}, {AttrValue::ints("shape", shape)}).types[0], F32({6, 4}));
+  std::vector<int64_t> perm = {2, 0, 1};
+  EXPECT_EQ(run(OpKind::Transpose, {F32({2, 3, 4})}, {AttrValue::ints("perm", perm)}).types[0], F32({4, 2, 3}));
+  std::vector<int64_t> dims = {0, -1};
+  EXPECT_EQ(run(OpKind::Sum, {F32({2, 3, 4})}, {AttrValue::ints("dims", dims)}).types[0], F32({3}));
+  EXPECT_EQ(
+      run(OpKind::Sum, {F32({2, 3, 4})}, {AttrValue::ints("dims", dims), AttrValue::boolean("keepdim", true)}).types[0],
+      F32({1, 3, 1}));
+  EXPECT_EQ(run(OpKind::Concat, {F32({2, 3}), F32({2, 5})}, {AttrValue::integer("dim", 1)}).types[0], F32({2, 8}));
+  EXPECT_EQ(run(OpKind::Slice, {F32({8, 3})},
+                {AttrValue::integer("dim", 0), AttrValue::integer("start", 2), AttrValue::integer("end", 6)})
+                .types[0],
+            F32({4, 3}));
+  EXPECT_EQ(run(OpKind::Cast, {F32({2})}, {AttrValue::string("dtype", "bf16")}).types[0], TensorType(DType::BF16, {2}));
+}
+
+TEST_F(RegistryTest, LossEmbeddingAndNorms) {
+  EXPECT_EQ(run(OpKind::CrossEntropy, {F32({4, 10}), TensorType(DType::I32, {4})}).types[0], F32({}));
+  EXPECT_EQ(run(OpKind::Embedding, {F32({100, 16}), TensorType(DType::I32, {2, 5})}).types[0], F32({2, 5, 16}));
+  EXPECT_EQ(
+      run(OpKind::EmbeddingGrad, {F32({2, 5, 16}), TensorType(DType::I32, {2, 5})}, {AttrValue::integer("vocab", 100)})
+          .types[0],
+      F32({100, 16}));
+  EXPECT_EQ(run(OpKind::LayerNorm, {F32({4, 8}), F32({8}), F32({8})}).types[0], F32({4, 8}));
+  EXPECT_FALSE(run(OpKind::LayerNorm, {F32({4, 8}), F32({4}), F32({8})}).error.empty());
+  Result wg = run(OpKind::LayerNormWeightGrad, {F32({4, 8}), F32({4, 8})});
+  EXPECT_EQ(wg.types, (std::vector<TensorType>{F32({8}), F32({8})}));
+  Result drop = run(OpKind::Dropout, {F32({4, 8})}, {AttrValue::real("p", 0.1)});
+  EXPECT_EQ(drop.types[1], TensorType(DType::U8, {4, 8}));
+}
+
+TEST_F(RegistryTest, AdamTakesFp32MasterWeightsWithLowPrecisionGradients) {
+  Result r =
+      run(OpKind::Adam, {F32({8}), TensorType(DType::BF16, {8}), F32({8}), F32({8})}, {AttrValue::real("lr", 1e-3)});
+  ASSERT_EQ(r.types.size(), 3u) << r.error;
+  EXPECT_EQ(r.types[0], F32({8}));
+  EXPECT_DOUBLE_EQ(r.cost.flops, 14.0 * 8);
+  EXPECT_FALSE(
+      run(OpKind::Adam, {F32({8}), F32({8}), F32({4}), F32({8})}, {AttrValue::real("lr", 1e-3)}).error.empty());
+}
+
+TEST_F(RegistryTest, CollectivesUseTheGroupSize) {
+  constexpr uint16_t kDp = 1;  // bit of axis dp: a group of 4
+  Result gathered = run(OpKind::AllGather, {F32({2, 8})}, {}, kDp);
+  EXPECT_EQ(gathered.types[0], F32({8, 8}));
+  EXPECT_DOUBLE_EQ(gathered.cost.bytes, 3.0 * 2 * 8 * 4);  // (p-1) * N = 192
+  Result reduced = run(OpKind::AllReduce, {F32({8})}, {}, kDp);
+  EXPECT_DOUBLE_EQ(reduced.cost.bytes, 2.0 * 3 / 4 * 32);  // 2(p-1)/p * N = 48
+  EXPECT_EQ(run(OpKind::ReduceScatter, {F32({8, 2})}, {}, kDp).types[0], F32({2, 2}));
+  EXPECT_NE(run(OpKind::ReduceScatter, {F32({6, 2})}, {}, kDp).error.find("not divisible by the group size 4"),
+            std::string::npos);
+  EXPECT_EQ(run(OpKind::AllToAll, {F32({8, 2})}, {AttrValue::integer("concat_dim", 1)}, kDp).types[0], F32({2, 8}));
+  EXPECT_FALSE(run(OpKind::Broadcast, {F32({8})}, {AttrValue::integer("root", 4)}, kDp).error.empty());
+  EXPECT_FALSE(run(OpKind::AllReduce, {F32({8})}, {AttrValue::string("op", "mean")}, kDp).error.empty());
+}
+
+TEST_F(RegistryTest, UnknownAttributeIsABuildError) {
+  EXPECT_NE(run(OpKind::Relu, {F32({4})}, {AttrValue::integer("dim", 1)}).error.find("no attribute 'dim'"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace dstc::ir
