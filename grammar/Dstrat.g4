@@ -81,8 +81,9 @@ pipelineStmt  : PIPELINE selector OVER ID
 stageDecl     : expr ':' selector (',' selector)* ;
 defaultStmt   : DEFAULT COMPUTE sbpList ;
 selectorStmt  : selector ( COMPUTE sbpList
-                         | MEMORY ('(' ID (',' ID)* ')')? sbpList
+                         | MEMORY ('(' memoryRole (',' memoryRole)* ')')? sbpList
                          | SCHEDULE configBlock ) ;
+memoryRole    : ID | PARAM ;
 tieStmt       : TIE selector (',' selector)+ ID ;
 useStmt       : USE ID argList ;
 strategyIfStmt: IF expr strategyBody (ELSE IF expr strategyBody)* (ELSE strategyBody)? ;

@@ -95,9 +95,9 @@ struct Stmt {
   std::vector<DimItem> dims;
   std::string dtype;  // Input, Param: "" when not given
   SourceRange dtype_range;
-  ExprPtr value;                  // Let, Assign
-  std::vector<Branch> branches;   // If
-  std::vector<Stmt> else_body;    // If
+  ExprPtr value;                 // Let, Assign
+  std::vector<Branch> branches;  // If
+  std::vector<Stmt> else_body;   // If
   bool has_else = false;
   SourceRange else_range;
 };
@@ -120,8 +120,8 @@ struct ComponentDecl {
 // `blocks[*]`, `*`, `**`.
 struct SelectorSegment {
   enum class Index { None, One, Range, All };
-  bool any_name = false;  // `*`
-  bool any_depth = false; // `**`
+  bool any_name = false;   // `*`
+  bool any_depth = false;  // `**`
   std::string name;
   Index index = Index::None;
   ExprPtr first, last;  // One: first; Range: first..last (inclusive)
@@ -140,7 +140,7 @@ struct AxisSbp {
   std::string kind;  // as written: S, B or P (checked later)
   SourceRange kind_range;
   bool has_arg = false;
-  std::string arg;     // the dim name, index digits or reduction
+  std::string arg;  // the dim name, index digits or reduction
   bool arg_is_int = false;
   SourceRange arg_range;
 };
@@ -165,19 +165,19 @@ struct ClusterRef {
 };
 
 enum class StrategyStmtKind {
-  Mesh,           // axes
-  Train,          // entries
-  Inference,      // entries
-  Schedule,       // selector (optional), entries
-  Pipeline,       // selectors[0] over axis
-  PipelineStages, // over axis { stages }
-  DefaultCompute, // sbp
-  Compute,        // selectors[0] compute sbp
-  Memory,         // selectors[0] memory(roles) sbp
-  Tie,            // selectors, mode
-  Use,            // name(args)
-  Let,            // name = value
-  If,             // branches, else
+  Mesh,            // axes
+  Train,           // entries
+  Inference,       // entries
+  Schedule,        // selector (optional), entries
+  Pipeline,        // selectors[0] over axis
+  PipelineStages,  // over axis { stages }
+  DefaultCompute,  // sbp
+  Compute,         // selectors[0] compute sbp
+  Memory,          // selectors[0] memory(roles) sbp
+  Tie,             // selectors, mode
+  Use,             // name(args)
+  Let,             // name = value
+  If,              // branches, else
 };
 
 struct MeshAxisDecl {
@@ -248,7 +248,7 @@ struct SearchStmt {
   SearchStmtKind kind = SearchStmtKind::Vary;
   SourceRange range;
   std::vector<VaryItem> vary;
-  ExprPtr value;  // Where condition, Let value
+  ExprPtr value;     // Where condition, Let value
   std::string name;  // Try strategy, Let name
   SourceRange name_range;
   std::vector<Arg> args;  // Try

@@ -56,6 +56,8 @@ struct Frame {
   std::map<std::string, SourceRange> names;  // inputs, params, lets, children: for duplicates
   std::optional<LocalTensor> output;
   SourceRange output_range;
+  // Names whose statement failed (already reported): uses stay silent.
+  std::set<std::string> poisoned;
   SourceRange call;  // where this instance was created
   int depth = 0;
 };
@@ -210,12 +212,14 @@ class ModelElaborator {
       } else if (auto it = f.dim_sizes.find(d.name); it != f.dim_sizes.end()) {
         size = it->second;
       } else {
-        diags_.error(diag::kUnknownDim, d.range, fmt::format("dim {} has no size here: write {}: SIZE", d.name, d.name));
+        diags_.error(diag::kUnknownDim, d.range,
+                     fmt::format("dim {} has no size here: write {}: SIZE", d.name, d.name));
         ok = false;
         continue;
       }
       if (*size < 1) {
-        diags_.error(diag::kDimMismatch, d.range, fmt::format("dim {} has size {}; sizes must be at least 1", d.name, *size));
+        diags_.error(diag::kDimMismatch, d.range,
+                     fmt::format("dim {} has size {}; sizes must be at least 1", d.name, *size));
         ok = false;
         continue;
       }
@@ -245,8 +249,9 @@ class ModelElaborator {
       return;
     }
     if (f.next_input >= f.args.size()) {
-      diags_.error(diag::kArgumentMismatch, f.call,
-                   fmt::format("{} takes more tensor inputs than the {} given", f.decl->name, f.args.size()))
+      diags_
+          .error(diag::kArgumentMismatch, f.call,
+                 fmt::format("{} takes more tensor inputs than the {} given", f.decl->name, f.args.size()))
           .note(s.name_range, "this input gets no tensor");
       return;
     }
@@ -257,9 +262,10 @@ class ModelElaborator {
       std::optional<DType> want = dtype_of(s, DType::F32);
       DType have = model_.tensors[actual.id].dtype;
       if (want && *want != have) {
-        diags_.error(diag::kTypeMismatch, f.call,
-                     fmt::format("input {} of {} must be {}, but is {}", s.name, f.decl->name, dtype_name(*want),
-                                 dtype_name(have)))
+        diags_
+            .error(diag::kTypeMismatch, f.call,
+                   fmt::format("input {} of {} must be {}, but is {}", s.name, f.decl->name, dtype_name(*want),
+                               dtype_name(have)))
             .note(s.dtype_range, "declared here");
       }
     }
@@ -302,9 +308,10 @@ class ModelElaborator {
           if (!f.ellipsis) {
             f.ellipsis = leading;
           } else if (*f.ellipsis != leading) {
-            diags_.error(diag::kDimMismatch, f.call,
-                         fmt::format("the leading dims {} differ from an earlier input's {}", dims_text(leading),
-                                     dims_text(*f.ellipsis)))
+            diags_
+                .error(diag::kDimMismatch, f.call,
+                       fmt::format("the leading dims {} differ from an earlier input's {}", dims_text(leading),
+                                   dims_text(*f.ellipsis)))
                 .note(d.range, "'...' here");
             return std::nullopt;
           }
@@ -331,7 +338,8 @@ class ModelElaborator {
     for (size_t i = 0; i < view.size(); ++i) {
       for (size_t j = 0; j < i; ++j) {
         if (view[i].name == view[j].name) {
-          diags_.error(diag::kDimMismatch, at, fmt::format("dim {} appears twice in {}", view[i].name, dims_text(view)));
+          diags_.error(diag::kDimMismatch, at,
+                       fmt::format("dim {} appears twice in {}", view[i].name, dims_text(view)));
           return std::nullopt;
         }
       }
@@ -359,6 +367,9 @@ class ModelElaborator {
   void output(Frame& f, const Stmt& s) {
     auto it = f.tensors.find(s.name);
     if (it == f.tensors.end()) {
+      bool silent = f.poisoned.count(s.name) > 0;
+      f.poisoned.insert(s.name);  // and no "missing output" on top
+      if (silent) return;
       diags_.error(diag::kUnknownName, s.name_range, fmt::format("no tensor named '{}' to output", s.name));
       return;
     }
@@ -374,10 +385,12 @@ class ModelElaborator {
   void finish_component(Frame& f) {
     Node& n = model_.nodes[f.node];
     if (!f.output) {
+      if (!f.poisoned.empty()) return;
       diags_.error(diag::kMissingOutput, f.decl->name_range,
-                   fmt::format("{} '{}' has no output statement", f.decl->kind == ComponentKind::Model ? "model"
-                                                                  : f.decl->kind == ComponentKind::Module ? "module"
-                                                                                                           : "layer",
+                   fmt::format("{} '{}' has no output statement",
+                               f.decl->kind == ComponentKind::Model    ? "model"
+                               : f.decl->kind == ComponentKind::Module ? "module"
+                                                                       : "layer",
                                f.decl->name));
       return;
     }
@@ -395,7 +408,12 @@ class ModelElaborator {
     if (v.kind == ExprKind::Call && v.items[0]->kind == ExprKind::Name) {
       const std::string& callee = v.items[0]->text;
       if (const OpSignature* sig = find_op(callee); sig && !program_.find_visible(callee, f.file)) {
+        size_t errors = diags_.error_count();
         op_statement(f, s, *sig);
+        if (diags_.error_count() > errors) {
+          f.tensors.erase(s.name);
+          f.poisoned.insert(s.name);
+        }
         return;
       }
     }
@@ -411,21 +429,25 @@ class ModelElaborator {
     }
     if (!declare(f, s.name, s.name_range)) return;
     std::optional<LocalTensor> out = instance(f, v, s.name, s.range);
-    if (out) f.tensors[s.name] = {out->id, out->dims, s.name_range};
+    if (out) {
+      f.tensors[s.name] = {out->id, out->dims, s.name_range};
+    } else {
+      f.poisoned.insert(s.name);
+    }
   }
 
   // `Name(args)(tensors)` or `repeat(n) Name(args)(tensors)`, named `name`.
   std::optional<LocalTensor> instance(Frame& f, const Expr& v, const std::string& name, SourceRange stmt_range) {
     if (v.kind == ExprKind::Repeat) return repeat(f, v, name, stmt_range);
-    if (v.kind != ExprKind::Call || v.items[0]->kind != ExprKind::Call || v.items[0]->items[0]->kind != ExprKind::Name) {
+    if (v.kind != ExprKind::Call || v.items[0]->kind != ExprKind::Call ||
+        v.items[0]->items[0]->kind != ExprKind::Name) {
       if (v.kind == ExprKind::Call && v.items[0]->kind == ExprKind::Name) {
         const std::string& callee = v.items[0]->text;
         if (program_.find_visible(callee, f.file)) {
           diags_.error(diag::kMisplacedStatement, v.range,
                        fmt::format("{} is a component: instantiate it as {}(params)(tensors)", callee, callee));
         } else {
-          diags_.error(diag::kUnknownOp, v.items[0]->range,
-                       fmt::format("unknown op or component '{}'", callee));
+          diags_.error(diag::kUnknownOp, v.items[0]->range, fmt::format("unknown op or component '{}'", callee));
         }
         return std::nullopt;
       }
@@ -434,19 +456,20 @@ class ModelElaborator {
       return std::nullopt;
     }
     const Expr& ctor = *v.items[0];
-    const DeclRef* ref =
-        program_.lookup(ctor.items[0]->text, f.file, ctor.items[0]->range, "layer or module", diags_);
+    const DeclRef* ref = program_.lookup(ctor.items[0]->text, f.file, ctor.items[0]->range, "layer or module", diags_);
     if (!ref) return std::nullopt;
     if (ref->kind != DeclKind::Layer && ref->kind != DeclKind::Module) {
-      diags_.error(diag::kWrongKind, ctor.items[0]->range,
-                   fmt::format("'{}' is a {}, not a layer or module", ctor.items[0]->text, decl_kind_name(ref->kind)))
+      diags_
+          .error(diag::kWrongKind, ctor.items[0]->range,
+                 fmt::format("'{}' is a {}, not a layer or module", ctor.items[0]->text, decl_kind_name(ref->kind)))
           .note(ref->name_range, "declared here");
       return std::nullopt;
     }
     std::vector<LocalTensor> inputs;
     for (const Arg& a : v.args) {
       if (!a.name.empty()) {
-        diags_.error(diag::kArgumentMismatch, a.name_range, "tensor inputs are positional; parameters go in the first ( )");
+        diags_.error(diag::kArgumentMismatch, a.name_range,
+                     "tensor inputs are positional; parameters go in the first ( )");
         return std::nullopt;
       }
       std::optional<LocalTensor> t = tensor_arg(f, *a.value, name);
@@ -542,6 +565,7 @@ class ModelElaborator {
     if (e.kind == ExprKind::Name) {
       auto it = f.tensors.find(e.text);
       if (it == f.tensors.end()) {
+        if (f.poisoned.count(e.text)) return std::nullopt;
         diags_.error(diag::kUnknownName, e.range, fmt::format("no tensor named '{}' here", e.text));
         return std::nullopt;
       }
@@ -588,17 +612,19 @@ class ModelElaborator {
     }
     if (inputs.size() < sig.min_inputs || inputs.size() > sig.max_inputs) {
       std::string want = sig.min_inputs == sig.max_inputs ? std::to_string(sig.min_inputs)
-                         : sig.max_inputs >= 64       ? fmt::format("at least {}", sig.min_inputs)
-                                                      : fmt::format("{} to {}", sig.min_inputs, sig.max_inputs);
-      diags_.error(diag::kOpSignature, v.range,
-                   fmt::format("{} takes {} tensor{}, {} given", sig.name, want, want == "1" ? "" : "s", inputs.size()));
+                         : sig.max_inputs >= 64           ? fmt::format("at least {}", sig.min_inputs)
+                                                          : fmt::format("{} to {}", sig.min_inputs, sig.max_inputs);
+      diags_.error(
+          diag::kOpSignature, v.range,
+          fmt::format("{} takes {} tensor{}, {} given", sig.name, want, want == "1" ? "" : "s", inputs.size()));
       return;
     }
     std::vector<AttrValue> attrs;
     std::vector<OpAttr> op_attrs;
     for (const AttrSpec& spec : sig.attrs) attrs.push_back({spec.name, 0, 0, false, {}, false});
     for (const Arg* a : attr_args) {
-      auto spec = std::find_if(sig.attrs.begin(), sig.attrs.end(), [&](const AttrSpec& x) { return x.name == a->name; });
+      auto spec =
+          std::find_if(sig.attrs.begin(), sig.attrs.end(), [&](const AttrSpec& x) { return x.name == a->name; });
       if (spec == sig.attrs.end()) {
         std::string known;
         for (const AttrSpec& x : sig.attrs) known += (known.empty() ? "" : ", ") + std::string(x.name);
@@ -628,11 +654,14 @@ class ModelElaborator {
                   (spec->type == AttrType::Bool && value.type == ValueType::Bool) ||
                   (spec->type == AttrType::Float && (value.type == ValueType::Float || value.type == ValueType::Int));
         if (!ok) {
-          std::string_view want = spec->type == AttrType::Int ? "an integer" : spec->type == AttrType::Bool ? "true or false" : "a number";
+          std::string_view want = spec->type == AttrType::Int    ? "an integer"
+                                  : spec->type == AttrType::Bool ? "true or false"
+                                                                 : "a number";
           report_wrong_type(diags_, *a->value, value, want, fmt::format("attribute '{}' of {}", a->name, sig.name));
           return;
         }
-        if (spec->type == AttrType::Float && value.type == ValueType::Int) value = Value::of_float(static_cast<double>(value.i));
+        if (spec->type == AttrType::Float && value.type == ValueType::Int)
+          value = Value::of_float(static_cast<double>(value.i));
         av.i = value.i;
         av.f = value.f;
         av.b = value.b;
@@ -640,7 +669,8 @@ class ModelElaborator {
       op_attrs.push_back({a->name, value});
     }
     for (const AttrValue& av : attrs) {
-      auto spec = std::find_if(sig.attrs.begin(), sig.attrs.end(), [&](const AttrSpec& x) { return x.name == av.name; });
+      auto spec =
+          std::find_if(sig.attrs.begin(), sig.attrs.end(), [&](const AttrSpec& x) { return x.name == av.name; });
       if (spec->required && !av.given) {
         diags_.error(diag::kOpSignature, v.range, fmt::format("{} needs the attribute '{}'", sig.name, av.name));
         return;
@@ -663,7 +693,8 @@ class ModelElaborator {
           dd.size = eval_.eval_int(*d.size, f.scope, fmt::format("the size of dim {}", d.name));
           if (!dd.size) return;
           if (*dd.size < 1) {
-            diags_.error(diag::kDimMismatch, d.range, fmt::format("dim {} has size {}; sizes must be at least 1", d.name, *dd.size));
+            diags_.error(diag::kDimMismatch, d.range,
+                         fmt::format("dim {} has size {}; sizes must be at least 1", d.name, *dd.size));
             return;
           }
         }
@@ -829,9 +860,9 @@ bool bind_params(const std::vector<ParamDecl>& params, const std::vector<Arg>& a
     if (a.name.empty()) {
       index = positional++;
       if (index >= params.size()) {
-        diags.error(diag::kArgumentMismatch, a.value->range,
-                    fmt::format("{} takes {} parameter{}, more given", callee, params.size(),
-                                params.size() == 1 ? "" : "s"));
+        diags.error(
+            diag::kArgumentMismatch, a.value->range,
+            fmt::format("{} takes {} parameter{}, more given", callee, params.size(), params.size() == 1 ? "" : "s"));
         ok = false;
         continue;
       }

@@ -89,8 +89,9 @@ class StrategyElaborator {
     const DeclRef* model_ref = program_.lookup(decl.model.name, ref.file, decl.model.range, "model", diags_);
     if (!model_ref) return std::nullopt;
     if (model_ref->kind != DeclKind::Model) {
-      diags_.error(diag::kWrongKind, decl.model.range,
-                   fmt::format("'{}' is a {}, not a model", decl.model.name, decl_kind_name(model_ref->kind)))
+      diags_
+          .error(diag::kWrongKind, decl.model.range,
+                 fmt::format("'{}' is a {}, not a model", decl.model.name, decl_kind_name(model_ref->kind)))
           .note(model_ref->name_range, "declared here");
       return std::nullopt;
     }
@@ -162,15 +163,17 @@ class StrategyElaborator {
     const DeclRef* ref = program_.lookup(s.name, from, s.name_range, "strategy template", diags_);
     if (!ref) return;
     if (ref->kind != DeclKind::Strategy || ref->strategy->has_model) {
-      diags_.error(diag::kWrongKind, s.name_range,
-                   fmt::format("'{}' is not a strategy template (a strategy without `for`)", s.name))
+      diags_
+          .error(diag::kWrongKind, s.name_range,
+                 fmt::format("'{}' is not a strategy template (a strategy without `for`)", s.name))
           .note(ref->name_range, "declared here");
       return;
     }
     if (std::find(stack.begin(), stack.end(), ref->strategy) != stack.end()) {
       std::string cycle;
       for (const StrategyDecl* d : stack) cycle += d->name + " -> ";
-      diags_.error(diag::kUseCycle, s.name_range, fmt::format("strategies use each other in a cycle: {}{}", cycle, s.name));
+      diags_.error(diag::kUseCycle, s.name_range,
+                   fmt::format("strategies use each other in a cycle: {}{}", cycle, s.name));
       return;
     }
     Scope& inner = new_scope(nullptr);
@@ -221,8 +224,7 @@ class StrategyElaborator {
       } else {
         diags_.error(diag::kBadConfig, e.key_range,
                      fmt::format("unknown key '{}' in {} (keys: batch, {}precision)", e.key,
-                                 run.training ? "train" : "inference",
-                                 run.training ? "optimizer, accumulate, " : ""));
+                                 run.training ? "train" : "inference", run.training ? "optimizer, accumulate, " : ""));
       }
     }
   }
@@ -246,8 +248,11 @@ class StrategyElaborator {
         diags_.error(diag::kArgumentMismatch, a.value->range, "model arguments are named: for GPT(layers = 24)");
         continue;
       }
-      if (std::none_of(model.params.begin(), model.params.end(), [&](const ParamDecl& p) { return p.name == a.name; })) {
-        diags_.error(diag::kArgumentMismatch, a.name_range, fmt::format("model {} has no parameter '{}'", model.name, a.name))
+      if (std::none_of(model.params.begin(), model.params.end(),
+                       [&](const ParamDecl& p) { return p.name == a.name; })) {
+        diags_
+            .error(diag::kArgumentMismatch, a.name_range,
+                   fmt::format("model {} has no parameter '{}'", model.name, a.name))
             .note(model.name_range, "declared here");
         continue;
       }
@@ -268,10 +273,11 @@ class StrategyElaborator {
                       std::any_of(model.params.begin(), model.params.end(),
                                   [&](const ParamDecl& p) { return p.name == size->text; });
       if (!is_param) {
-        diags_.error(diag::kBadConfig, batch_range_,
-                     fmt::format("the train batch sets the model parameter that sizes its batch dim, but {}'s first "
-                                 "input's first dim is not sized by a parameter",
-                                 model.name))
+        diags_
+            .error(diag::kBadConfig, batch_range_,
+                   fmt::format("the train batch sets the model parameter that sizes its batch dim, but {}'s first "
+                               "input's first dim is not sized by a parameter",
+                               model.name))
             .note(first_input ? first_input->range : model.name_range, "the batch dim");
       } else {
         out.push_back({size->text, Value::of_int(out_.run.batch), batch_range_});
@@ -292,21 +298,25 @@ class StrategyElaborator {
     for (const FlatStmt& f : flat_) {
       if (f.stmt->kind != StrategyStmtKind::Mesh) continue;
       if (found) {
-        diags_.error(diag::kBadMesh, f.stmt->range, "a strategy has one mesh").note(found->stmt->range, "the first one");
+        diags_.error(diag::kBadMesh, f.stmt->range, "a strategy has one mesh")
+            .note(found->stmt->range, "the first one");
         return;
       }
       found = &f;
     }
     if (!found) {
-      diags_.error(diag::kBadMesh, out_.range, fmt::format("strategy '{}' has no mesh: write mesh [dp: N, ...]", out_.name));
+      diags_.error(diag::kBadMesh, out_.range,
+                   fmt::format("strategy '{}' has no mesh: write mesh [dp: N, ...]", out_.name));
       return;
     }
     int64_t devices = 1;
     for (const MeshAxisDecl& a : found->stmt->axes) {
-      std::optional<int64_t> size = eval_.eval_int(*a.size, *found->scope, fmt::format("the size of mesh axis {}", a.name));
+      std::optional<int64_t> size =
+          eval_.eval_int(*a.size, *found->scope, fmt::format("the size of mesh axis {}", a.name));
       if (!size) continue;
       if (*size < 1) {
-        diags_.error(diag::kBadMesh, a.size->range, fmt::format("mesh axis {} has size {}; sizes must be at least 1", a.name, *size));
+        diags_.error(diag::kBadMesh, a.size->range,
+                     fmt::format("mesh axis {} has size {}; sizes must be at least 1", a.name, *size));
         continue;
       }
       if (out_.axis_index(a.name) >= 0) {
@@ -425,8 +435,10 @@ class StrategyElaborator {
       for (NodeId n : nodes) {
         const Node& node = out_.model->nodes[n];
         if (node.is_leaf()) {
-          diags_.error(diag::kScheduleOnLeaf, s.selectors[0].range,
-                       fmt::format("schedule configs go on inner nodes, but {} is a leaf ({})", node.path, node.component))
+          diags_
+              .error(
+                  diag::kScheduleOnLeaf, s.selectors[0].range,
+                  fmt::format("schedule configs go on inner nodes, but {} is a leaf ({})", node.path, node.component))
               .note(node.range, "instantiated here");
           return;
         }
@@ -460,8 +472,9 @@ class StrategyElaborator {
       } else if (e.key == "kind") {
         schedule_kind(e, scope, c);
       } else {
-        diags_.error(diag::kBadConfig, e.key_range,
-                     fmt::format("unknown schedule key '{}' (keys: micro_batches, max_ongoing, recompute, kind)", e.key));
+        diags_.error(
+            diag::kBadConfig, e.key_range,
+            fmt::format("unknown schedule key '{}' (keys: micro_batches, max_ongoing, recompute, kind)", e.key));
       }
     }
     for (NodeId n : nodes) {
@@ -495,7 +508,8 @@ class StrategyElaborator {
         }
         std::optional<std::string> path = resolve_relative(program_.files[file_]->path, a.s);
         if (!path) {
-          diags_.error(diag::kFileNotFound, v.args[0].value->range, fmt::format("cannot find schedule table '{}'", a.s));
+          diags_.error(diag::kFileNotFound, v.args[0].value->range,
+                       fmt::format("cannot find schedule table '{}'", a.s));
           return;
         }
         c.kind = ScheduleKind::Table;
@@ -509,15 +523,17 @@ class StrategyElaborator {
       return;
     }
     if (k.ok()) {
-      diags_.error(diag::kBadConfig, v.range,
-                   fmt::format("schedule kind must be gpipe, 1f1b, interleaved(V), zb_h1 or table(\"file.csv\"), not {}",
-                               to_string(k)));
+      diags_.error(
+          diag::kBadConfig, v.range,
+          fmt::format("schedule kind must be gpipe, 1f1b, interleaved(V), zb_h1 or table(\"file.csv\"), not {}",
+                      to_string(k)));
     }
   }
 
   void pipeline(const StrategyStmt& s, const Scope& scope) {
     if (out_.pipeline.present) {
-      diags_.error(diag::kBadPipeline, s.range, "a strategy has one pipeline").note(out_.pipeline.range, "the first one");
+      diags_.error(diag::kBadPipeline, s.range, "a strategy has one pipeline")
+          .note(out_.pipeline.range, "the first one");
       return;
     }
     int axis = out_.axis_index(s.name);
@@ -593,8 +609,9 @@ class StrategyElaborator {
       for (NodeId n : p.stages[k].nodes) {
         for (NodeId a = n; a != kNone; a = m.nodes[a].parent) {
           if (stage_of[static_cast<size_t>(a)] >= 0) {
-            diags_.error(diag::kBadPipeline, p.stages[k].range,
-                         fmt::format("{} is placed in two stages", m.nodes[n].path))
+            diags_
+                .error(diag::kBadPipeline, p.stages[k].range,
+                       fmt::format("{} is placed in two stages", m.nodes[n].path))
                 .note(p.stages[static_cast<size_t>(stage_of[static_cast<size_t>(a)])].range, "also here");
             return;
           }
@@ -663,7 +680,8 @@ class StrategyElaborator {
         return std::nullopt;
       }
       if (out_.pipeline.present && static_cast<size_t>(axis) == out_.pipeline.axis && s.kind == SbpKind::Split) {
-        diags_.error(diag::kBadSbp, a.axis_range, fmt::format("axis {} carries the pipeline; it cannot also split", a.axis));
+        diags_.error(diag::kBadSbp, a.axis_range,
+                     fmt::format("axis {} carries the pipeline; it cannot also split", a.axis));
         return std::nullopt;
       }
     }
@@ -699,7 +717,8 @@ class StrategyElaborator {
           for (const AxisSbp& w : written) {
             if (w.axis == out_.mesh[a].name) at = w.arg_range;
           }
-          diags_.error(diag::kUnknownDim, at, fmt::format("{} has no dim '{}' (its dims: {})", where, sbp[a].dim, names));
+          diags_.error(diag::kUnknownDim, at,
+                       fmt::format("{} has no dim '{}' (its dims: {})", where, sbp[a].dim, names));
         }
         return false;
       }
@@ -726,8 +745,9 @@ class StrategyElaborator {
     if (leaves.empty()) {
       auto b = diags_.error(diag::kSelectorNoMatch, s.selectors[0].range,
                             fmt::format("selector '{}' matches no leaf of {}", sel_text, out_.model->name));
-      if (!nodes.empty()) b.note(fmt::format("it matches the inner node {}; select its leaves with {}.**",
-                                             out_.model->nodes[nodes[0]].path, sel_text));
+      if (!nodes.empty())
+        b.note(fmt::format("it matches the inner node {}; select its leaves with {}.**",
+                           out_.model->nodes[nodes[0]].path, sel_text));
       return;
     }
     std::optional<std::vector<Sbp>> sbp = sbp_list(s.sbp, false);
@@ -795,8 +815,9 @@ class StrategyElaborator {
         if (x.kind != SbpKind::Split) continue;
         if (x.dim_index >= 0) {
           if (static_cast<size_t>(x.dim_index) >= tensor.dims.size()) {
-            diags_.error(diag::kUnknownDim, s.range,
-                         fmt::format("{} has {} dims; S({}) is out of range", tensor.name, tensor.dims.size(), x.dim_index));
+            diags_.error(
+                diag::kUnknownDim, s.range,
+                fmt::format("{} has {} dims; S({}) is out of range", tensor.name, tensor.dims.size(), x.dim_index));
             return;
           }
           x.dim = tensor.dims[static_cast<size_t>(x.dim_index)].name;
@@ -963,8 +984,9 @@ std::optional<SearchSpace> elaborate_search(const Program& program, const DeclRe
         Value domain = eval.eval(*v.domain, scope);
         if (!domain.ok()) continue;
         if (domain.type != ValueType::List || domain.list.empty()) {
-          diags.error(diag::kTypeMismatch, v.domain->range,
-                      fmt::format("the values of {} must be a non-empty list: [1, 2, 4], pow2(1, 64), range(1, 8)", v.name));
+          diags.error(
+              diag::kTypeMismatch, v.domain->range,
+              fmt::format("the values of {} must be a non-empty list: [1, 2, 4], pow2(1, 64), range(1, 8)", v.name));
           continue;
         }
         space.vars.push_back({v.name, std::move(domain.list), v.name_range});
@@ -978,9 +1000,10 @@ std::optional<SearchSpace> elaborate_search(const Program& program, const DeclRe
         continue;
       }
       if (decl.has_model && ref->strategy->model.name != decl.model.name) {
-        diags.error(diag::kWrongKind, s.name_range,
-                    fmt::format("{} is for model {}, but this search is for {}", s.name, ref->strategy->model.name,
-                                decl.model.name))
+        diags
+            .error(diag::kWrongKind, s.name_range,
+                   fmt::format("{} is for model {}, but this search is for {}", s.name, ref->strategy->model.name,
+                               decl.model.name))
             .note(ref->strategy->model.range, "declared here");
         continue;
       }

@@ -166,8 +166,10 @@ class Printer {
     for (const Item& item : ast_.items) {
       SourceRange r = item_range(item);
       bool is_import = std::holds_alternative<ImportDecl>(item);
-      comments_before(r.begin, 0, !first && !(is_import && last_was_import));
-      if (!first && !(is_import && last_was_import) && !blank_pending_) line_blank();
+      trailing_comments();
+      if (!first && !(is_import && last_was_import)) line_blank();
+      comments_before(r.begin, 0, true);
+      if (last_end_line_ > 0 && line_of(r.begin) > last_end_line_ + 1) line_blank();
       blank_pending_ = false;
       first = false;
       last_was_import = is_import;
@@ -192,6 +194,17 @@ class Printer {
     out_ += std::string(static_cast<size_t>(indent) * 2, ' ') + text + "\n";
     last_end_line_ = r.valid() ? line_of(r.end > r.begin ? r.end - 1 : r.begin) : last_end_line_;
     trailing_ok_ = r.valid();
+  }
+
+  // Attaches comments that start on the line where the last statement ended.
+  void trailing_comments() {
+    while (next_comment_ < ast_.comments.size() && trailing_ok_) {
+      const Comment& c = ast_.comments[next_comment_];
+      if (line_of(c.range.begin) != last_end_line_ || c.text.find('\n') != std::string::npos) return;
+      out_.pop_back();
+      out_ += " " + c.text + "\n";
+      ++next_comment_;
+    }
   }
 
   // Emits comments that start before `offset`: one on the line where the
@@ -315,7 +328,8 @@ class Printer {
     switch (s.kind) {
       case StrategyStmtKind::Mesh: {
         std::string text = "mesh [";
-        for (size_t i = 0; i < s.axes.size(); ++i) text += (i ? ", " : "") + s.axes[i].name + ": " + expr(*s.axes[i].size);
+        for (size_t i = 0; i < s.axes.size(); ++i)
+          text += (i ? ", " : "") + s.axes[i].name + ": " + expr(*s.axes[i].size);
         emit(indent, text + "]", s.range);
         break;
       }
@@ -394,7 +408,8 @@ class Printer {
       switch (s.kind) {
         case SearchStmtKind::Vary: {
           std::string text = "vary ";
-          for (size_t i = 0; i < s.vary.size(); ++i) text += (i ? ", " : "") + s.vary[i].name + " in " + expr(*s.vary[i].domain);
+          for (size_t i = 0; i < s.vary.size(); ++i)
+            text += (i ? ", " : "") + s.vary[i].name + " in " + expr(*s.vary[i].domain);
           emit(1, text, s.range);
           break;
         }

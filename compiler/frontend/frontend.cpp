@@ -88,9 +88,9 @@ std::unique_ptr<FrontendResult> check_files(const std::vector<std::string>& path
   }
   for (const ParamOverride& d : result->defines) {
     if (!parameter_names.count(d.name)) {
-      diags.error(diag::kBadDefine, SourceRange{},
-                  fmt::format("-D {}: no model or strategy in the checked files has a parameter named '{}'", d.name,
-                              d.name));
+      diags.error(
+          diag::kBadDefine, SourceRange{},
+          fmt::format("-D {}: no model or strategy in the checked files has a parameter named '{}'", d.name, d.name));
     }
   }
   return result;
@@ -101,8 +101,9 @@ void check_against_cluster(const CheckedStrategy& strategy, const ClusterFacts& 
   int64_t needed = s.devices();
   if (needed <= facts.num_devices) return;
   SourceRange mesh_at = s.mesh.empty() ? s.range : s.mesh.front().range;
-  diags.error(diag::kClusterTooSmall, mesh_at,
-              fmt::format("mesh needs {} devices but the cluster has {}", needed, facts.num_devices))
+  diags
+      .error(diag::kClusterTooSmall, mesh_at,
+             fmt::format("mesh needs {} devices but the cluster has {}", needed, facts.num_devices))
       .note(s.cluster.range, fmt::format("cluster {}", s.cluster.written));
 }
 

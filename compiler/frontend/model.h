@@ -37,12 +37,12 @@ std::optional<DType> parse_dtype(std::string_view name);
 enum class TensorRole { Input, Param, Activation };
 
 struct Tensor {
-  std::string name;        // full path: "blocks[3].attn.qkv.weight", "tokens"
-  std::vector<Dim> dims;   // named by the op or declaration that made it
+  std::string name;       // full path: "blocks[3].attn.qkv.weight", "tokens"
+  std::vector<Dim> dims;  // named by the op or declaration that made it
   DType dtype = DType::F32;
   TensorRole role = TensorRole::Activation;
-  OpId producer = kNone;   // Activation only
-  NodeId node = kNone;     // the node that declares it (root for inputs)
+  OpId producer = kNone;  // Activation only
+  NodeId node = kNone;    // the node that declares it (root for inputs)
   SourceRange range;
 };
 
@@ -63,7 +63,7 @@ struct Op {
   std::vector<OpInput> inputs;
   TensorId output = kNone;  // its dims are the op's output dims
   std::vector<OpAttr> attrs;
-  NodeId node = kNone;      // the leaf it belongs to
+  NodeId node = kNone;  // the leaf it belongs to
   SourceRange range;
 };
 
@@ -76,16 +76,16 @@ enum class NodeKind {
 };
 
 struct Node {
-  std::string path;         // "blocks[3].attn.qkv"; "" for the root
-  std::string name;         // last segment without index: "qkv", "blocks"
-  int64_t index = -1;       // i for a child of a Repeat node, else -1
+  std::string path;    // "blocks[3].attn.qkv"; "" for the root
+  std::string name;    // last segment without index: "qkv", "blocks"
+  int64_t index = -1;  // i for a child of a Repeat node, else -1
   NodeKind kind = NodeKind::Module;
-  std::string component;    // layer/module/model name; op name for Op
+  std::string component;  // layer/module/model name; op name for Op
   NodeId parent = kNone;
   std::vector<NodeId> children;
-  std::vector<OpId> ops;          // leaves
-  std::vector<TensorId> params;   // Layer leaves
-  std::vector<TensorId> inputs;   // tensors passed in, in order
+  std::vector<OpId> ops;         // leaves
+  std::vector<TensorId> params;  // Layer leaves
+  std::vector<TensorId> inputs;  // tensors passed in, in order
   TensorId output = kNone;
   SourceRange range;       // the statement that instantiated it
   SourceRange decl_range;  // the component's declaration (its name)
@@ -94,9 +94,9 @@ struct Node {
 
 struct Model {
   std::string name;
-  SourceRange range;  // the model's name in its declaration
+  SourceRange range;                                  // the model's name in its declaration
   std::vector<std::pair<std::string, Value>> params;  // effective values
-  std::vector<Node> nodes;  // nodes[0] is the root
+  std::vector<Node> nodes;                            // nodes[0] is the root
   std::vector<Tensor> tensors;
   std::vector<Op> ops;
   std::vector<TensorId> inputs;

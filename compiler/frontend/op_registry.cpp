@@ -124,8 +124,8 @@ Result check_declared(const std::vector<Dim>& inferred, const std::optional<std:
                       OpError& error) {
   if (!declared) return inferred;
   if (declared->size() != inferred.size()) {
-    return fail(error, fmt::format("the output has {} dims {}, written with {}", inferred.size(),
-                                   dims_text(inferred), declared->size()));
+    return fail(error, fmt::format("the output has {} dims {}, written with {}", inferred.size(), dims_text(inferred),
+                                   declared->size()));
   }
   for (size_t i = 0; i < inferred.size(); ++i) {
     const DeclaredDim& d = (*declared)[i];
@@ -149,8 +149,8 @@ Result contraction(const std::vector<std::vector<Dim>>& inputs, const std::vecto
     const Dim* in = find_dim(all, d.name);
     if (!in) return fail(error, fmt::format("output dim {} appears in no input", d.name), -1, true);
     if (d.size && *d.size != in->size) {
-      return fail(error, fmt::format("output dim {} has size {} in the inputs, written as {}", d.name, in->size,
-                                     *d.size));
+      return fail(error,
+                  fmt::format("output dim {} has size {} in the inputs, written as {}", d.name, in->size, *d.size));
     }
     if (find_dim(out, d.name)) return fail(error, fmt::format("output dim {} is written twice", d.name));
     out.push_back(*in);
@@ -173,8 +173,8 @@ Result elementwise(const std::vector<std::vector<Dim>>& inputs, const std::optio
       if (!find_dim(inputs[largest], d.name)) {
         return fail(error,
                     fmt::format("dims {} and {} do not broadcast: dim {} is not in {}; rename it, e.g. x[..., {}]",
-                                dims_text(inputs[i]), dims_text(inputs[largest]), d.name,
-                                dims_text(inputs[largest]), inputs[largest].empty() ? d.name : inputs[largest].back().name),
+                                dims_text(inputs[i]), dims_text(inputs[largest]), d.name, dims_text(inputs[largest]),
+                                inputs[largest].empty() ? d.name : inputs[largest].back().name),
                     static_cast<int>(i));
       }
     }
@@ -302,8 +302,8 @@ std::optional<std::vector<Dim>> infer_output(const OpSignature& sig, const std::
     }
     case K::MseLoss:
       if (inputs[0] != inputs[1]) {
-        return fail(error, fmt::format("prediction {} and target {} differ", dims_text(inputs[0]), dims_text(inputs[1])),
-                    1);
+        return fail(error,
+                    fmt::format("prediction {} and target {} differ", dims_text(inputs[0]), dims_text(inputs[1])), 1);
       }
       return check_declared({}, declared, error);
     case K::Attention: {
@@ -375,7 +375,8 @@ std::optional<std::vector<Dim>> infer_output(const OpSignature& sig, const std::
       }
       std::vector<Dim> out = inputs[0];
       for (size_t i = 1; i < inputs.size(); ++i) {
-        if (inputs[i].size() != out.size()) return fail(error, "inputs of concat must have the same dims", static_cast<int>(i));
+        if (inputs[i].size() != out.size())
+          return fail(error, "inputs of concat must have the same dims", static_cast<int>(i));
         for (size_t j = 0; j < out.size(); ++j) {
           if (inputs[i][j].name != out[j].name || (out[j].name != dim_attr->dim && inputs[i][j].size != out[j].size)) {
             return fail(error,
@@ -399,7 +400,8 @@ std::optional<std::vector<Dim>> infer_output(const OpSignature& sig, const std::
         if (d.name != dim_attr->dim) {
           out.push_back(d);
         } else if (attr(attrs, "index")->i < 0 || attr(attrs, "index")->i >= d.size) {
-          return fail(error, fmt::format("index {} is outside dim {} of size {}", attr(attrs, "index")->i, d.name, d.size));
+          return fail(error,
+                      fmt::format("index {} is outside dim {} of size {}", attr(attrs, "index")->i, d.name, d.size));
         }
       }
       return check_declared(out, declared, error);
@@ -414,7 +416,8 @@ std::optional<std::vector<Dim>> infer_output(const OpSignature& sig, const std::
         if (!size) {
           if (const Dim* in = find_dim(inputs[0], d.name)) size = in->size;
         }
-        if (!size) return fail(error, fmt::format("output dim {} is new: give its size ({}: N)", d.name, d.name), -1, true);
+        if (!size)
+          return fail(error, fmt::format("output dim {} is new: give its size ({}: N)", d.name, d.name), -1, true);
         out.push_back({d.name, *size});
         out_elems *= static_cast<long double>(*size);
       }

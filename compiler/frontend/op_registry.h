@@ -14,19 +14,41 @@ namespace dstc::frontend {
 struct Dim;
 
 enum class OpKind {
-  Matmul, Einsum,                                  // contraction: declared output names the kept dims
-  Add, Sub, Mul, Div, Maximum,                     // elementwise, broadcast by dim name
-  Gelu, Relu, Tanh, Sigmoid, Exp, Sqrt, Dropout, Scale, Identity,
-  Softmax, LogSoftmax,                             // over `dim`
-  LayerNorm, RmsNorm, BatchNorm,                   // normalise over `dim`, with optional weights
-  Sum, Mean, Max,                                  // reduce `dim` away
-  Embedding,                                       // (table[v, h], ids[...]) -> [..., h]
-  CrossEntropy, MseLoss,                           // scalar losses
-  Attention,                                       // fused (q, k, v) -> [..., s, e]
-  Conv2d, MaxPool2d, AvgPool2d, GlobalAvgPool,     // NCHW-style: [..., c, h, w]
-  Concat,                                          // along `dim`
-  Select,                                          // one `index` of `dim`, which goes away
-  Reshape,                                         // split or merge dims; declared output required
+  Matmul,
+  Einsum,  // contraction: declared output names the kept dims
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Maximum,  // elementwise, broadcast by dim name
+  Gelu,
+  Relu,
+  Tanh,
+  Sigmoid,
+  Exp,
+  Sqrt,
+  Dropout,
+  Scale,
+  Identity,
+  Softmax,
+  LogSoftmax,  // over `dim`
+  LayerNorm,
+  RmsNorm,
+  BatchNorm,  // normalise over `dim`, with optional weights
+  Sum,
+  Mean,
+  Max,        // reduce `dim` away
+  Embedding,  // (table[v, h], ids[...]) -> [..., h]
+  CrossEntropy,
+  MseLoss,    // scalar losses
+  Attention,  // fused (q, k, v) -> [..., s, e]
+  Conv2d,
+  MaxPool2d,
+  AvgPool2d,
+  GlobalAvgPool,  // NCHW-style: [..., c, h, w]
+  Concat,         // along `dim`
+  Select,         // one `index` of `dim`, which goes away
+  Reshape,        // split or merge dims; declared output required
 };
 
 enum class AttrType { Int, Float, Bool, Dim };

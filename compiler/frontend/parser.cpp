@@ -400,7 +400,7 @@ class AstBuilder {
         s.sbp = sbp_list(sel->sbpList());
       } else if (sel->MEMORY()) {
         s.kind = StrategyStmtKind::Memory;
-        for (antlr4::tree::TerminalNode* role : sel->ID()) {
+        for (P::MemoryRoleContext* role : sel->memoryRole()) {
           s.roles.push_back(role->getText());
           s.role_ranges.push_back(range(role));
         }
@@ -566,8 +566,7 @@ class AstBuilder {
     if (depth <= kMaxExprDepth) return false;
     if (!too_deep_) {
       too_deep_ = true;
-      diags_.error(diag::kNestingTooDeep, at,
-                   fmt::format("expression nested more than {} levels deep", kMaxExprDepth));
+      diags_.error(diag::kNestingTooDeep, at, fmt::format("expression nested more than {} levels deep", kMaxExprDepth));
     }
     return true;
   }
@@ -758,9 +757,7 @@ bool prescan_tokens(const std::vector<antlr4::Token*>& tokens, FileId file, cons
         break;
       case DstratLexer::RPAREN:
       case DstratLexer::RBRACK:
-      case DstratLexer::RBRACE:
-        depth = std::max(0, depth - 1);
-        break;
+      case DstratLexer::RBRACE: depth = std::max(0, depth - 1); break;
       case DstratLexer::UNTERMINATED_STRING:
         diags.error(diag::kUnterminated, {file, r.begin, r.begin + 1}, "string has no closing quote on its line");
         ok = false;

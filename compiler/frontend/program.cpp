@@ -206,9 +206,10 @@ const DeclRef* Program::lookup(const std::string& name, size_t from_file, Source
     return nullptr;
   }
   if (!visible_files(from_file).count(it->second.file)) {
-    diags.error(diag::kUnknownName, use,
-                fmt::format("'{}' is declared in {}, which this file does not import", name,
-                            files[it->second.file]->path))
+    diags
+        .error(
+            diag::kUnknownName, use,
+            fmt::format("'{}' is declared in {}, which this file does not import", name, files[it->second.file]->path))
         .note(it->second.name_range, "declared here");
     return nullptr;
   }

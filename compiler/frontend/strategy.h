@@ -25,9 +25,9 @@ struct MeshAxis {
 };
 
 struct ClusterReference {
-  std::string written;   // as in the file: "clusters/dgx-a100.toml"
-  std::string resolved;  // path to open; "" when not found
-  std::optional<int64_t> nodes;  // `(nodes = 128)`
+  std::string written;                                   // as in the file: "clusters/dgx-a100.toml"
+  std::string resolved;                                  // path to open; "" when not found
+  std::optional<int64_t> nodes;                          // `(nodes = 128)`
   std::vector<std::pair<std::string, Value>> overrides;  // every `(key = value)`, in order
   SourceRange range;
 };
@@ -123,7 +123,7 @@ struct Strategy {
   RunConfig run;
   std::vector<ScheduleConfig> schedules;
   PipelinePlacement pipeline;
-  std::vector<ComputeConfig> compute;  // explicit and default, one per leaf at most
+  std::vector<ComputeConfig> compute;            // explicit and default, one per leaf at most
   std::optional<ComputeConfig> default_compute;  // as written (leaf = 0)
   std::vector<MemoryConfig> memory;
   std::vector<TiedParams> ties;

@@ -53,9 +53,7 @@ class Scope {
     SourceRange declared;  // where the name was bound (for notes)
   };
   explicit Scope(const Scope* parent = nullptr) : parent_(parent) {}
-  void set(const std::string& name, Value value, SourceRange declared) {
-    names_[name] = {std::move(value), declared};
-  }
+  void set(const std::string& name, Value value, SourceRange declared) { names_[name] = {std::move(value), declared}; }
   const Binding* find(const std::string& name) const {
     auto it = names_.find(name);
     if (it != names_.end()) return &it->second;
