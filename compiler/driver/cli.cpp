@@ -53,6 +53,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       add_search_command(app), add_run_command(app), add_calibrate_command(app), add_ir_command(app),
       add_cluster_command(app),
       add_schedule_command(app),
+      add_simulate_command(app),
   };
 
   // An unknown first word is most often a misspelt subcommand: say so.

@@ -34,6 +34,7 @@ Command add_calibrate_command(CLI::App& root);
 Command add_ir_command(CLI::App& root);
 Command add_cluster_command(CLI::App& root);
 Command add_schedule_command(CLI::App& root);
+Command add_simulate_command(CLI::App& root);
 
 // For a subcommand whose implementing issue has not landed in this build:
 // says so plainly and exits with kExitInternal.

@@ -1,0 +1,135 @@
+#include "htae/ir_op_pricing.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace dstc::htae {
+namespace {
+
+// [m, n, k] of an einsum "bsh,oh->bso": k the contracted dims, n the output
+// dims only the second operand has, m the rest of the output.
+std::vector<int64_t> einsum_gemm(std::string_view spec, std::span<const ir::TensorType> operands) {
+  size_t arrow = spec.find("->");
+  size_t comma = spec.find(',');
+  if (arrow == std::string_view::npos || comma == std::string_view::npos || comma > arrow || operands.size() < 2)
+    return {};
+  std::string_view a = spec.substr(0, comma), b = spec.substr(comma + 1, arrow - comma - 1),
+                   out = spec.substr(arrow + 2);
+  auto extent = [&](char letter) -> int64_t {
+    if (size_t i = a.find(letter); i != std::string_view::npos && i < operands[0].rank)
+      return operands[0].dim(static_cast<int>(i));
+    if (size_t i = b.find(letter); i != std::string_view::npos && i < operands[1].rank)
+      return operands[1].dim(static_cast<int>(i));
+    return 1;
+  };
+  int64_t m = 1, n = 1, k = 1;
+  for (char c : out) (a.find(c) == std::string_view::npos ? n : m) *= extent(c);
+  for (char c : a) {
+    if (b.find(c) != std::string_view::npos && out.find(c) == std::string_view::npos) k *= extent(c);
+  }
+  return {m, n, k};
+}
+
+CollectivePhase direct_phase(std::span<const int64_t> group, size_t root, double bytes, bool from_root) {
+  CollectivePhase phase;
+  for (size_t i = 0; i < group.size(); ++i) {
+    if (i == root) continue;
+    phase.transfers.push_back(from_root ? Transfer{group[root], group[i], bytes}
+                                        : Transfer{group[i], group[root], bytes});
+  }
+  return phase;
+}
+
+}  // namespace
+
+ComputeDtype compute_dtype(ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::F16: return ComputeDtype::fp16;
+    case ir::DType::BF16: return ComputeDtype::bf16;
+    default: return ComputeDtype::fp32;
+  }
+}
+
+ComputeDtype op_compute_dtype(const ir::Module& module, const ir::Function& f, const ir::Op& op) {
+  for (ir::ValueId v : f.operands(op)) {
+    ir::DType t = module.value_type(f, v).dtype;
+    if (ir::is_float(t)) return compute_dtype(t);
+  }
+  if (op.result_count > 0) return compute_dtype(module.value_type(f, op.first_result).dtype);
+  return ComputeDtype::fp32;
+}
+
+OpCostQuery compute_query(const ir::Module& module, const ir::Function& f, const ir::Op& op, const ir::OpCost& cost) {
+  OpCostQuery q;
+  q.kind = std::string(ir::op_name(op.kind));
+  q.dtype = op_compute_dtype(module, f, op);
+  q.flops = cost.flops;
+  q.bytes_read = cost.bytes;
+  std::vector<ir::TensorType> operands;
+  for (ir::ValueId v : f.operands(op)) operands.push_back(module.value_type(f, v));
+  if (op.result_count == 0) return q;
+  const ir::TensorType& out = module.value_type(f, op.first_result);
+  auto numel = static_cast<double>(std::max<int64_t>(out.numel(), 1));
+  switch (op.kind) {
+    case ir::OpKind::Matmul: {
+      const ir::TensorType& a = operands[0];
+      bool ta = ir::AttrReader(module, f, op).boolean("transpose_a");
+      int64_t k = ta ? a.dim(a.rank - 2) : a.dim(a.rank - 1);
+      int64_t n = out.rank > 0 ? out.dim(out.rank - 1) : 1;
+      q.shape = {out.numel() / std::max<int64_t>(n, 1), n, k};
+      break;
+    }
+    case ir::OpKind::Einsum: q.shape = einsum_gemm(ir::AttrReader(module, f, op).string("spec"), operands); break;
+    case ir::OpKind::Conv2d:
+    case ir::OpKind::Conv2dInputGrad:
+    case ir::OpKind::Conv2dWeightGrad: {
+      int64_t channels = out.rank > 1 ? out.dim(1) : 1;
+      auto k = static_cast<int64_t>(std::llround(cost.flops / (2 * numel)));
+      q.shape = {out.numel() / std::max<int64_t>(channels, 1), channels, std::max<int64_t>(k, 1)};
+      break;
+    }
+    default: {
+      // Attention and the rest: the output's last dim as n, the FLOPs per output element as k.
+      int64_t n = out.rank > 0 ? out.dim(out.rank - 1) : 1;
+      auto k = static_cast<int64_t>(std::llround(cost.flops / (2 * numel)));
+      q.shape = {out.numel() / std::max<int64_t>(n, 1), n, std::max<int64_t>(k, 1)};
+    }
+  }
+  return q;
+}
+
+CommSpec comm_spec(const ir::Module& module, const ir::Function& f, const ir::Op& op) {
+  CommSpec s;
+  s.kind = op.kind;
+  double in = op.operand_count > 0 ? static_cast<double>(module.value_type(f, f.operands(op)[0]).bytes()) : 0;
+  double out = op.result_count > 0 ? static_cast<double>(module.value_type(f, op.first_result).bytes()) : 0;
+  ir::AttrReader attrs(module, f, op);
+  auto root = [&] { return static_cast<size_t>(std::max<int64_t>(attrs.integer("root"), 0)); };
+  switch (op.kind) {
+    case ir::OpKind::Send:
+    case ir::OpKind::Recv:
+      s.collective = CollectiveKind::send_recv, s.bytes = op.kind == ir::OpKind::Send ? in : out;
+      break;
+    case ir::OpKind::AllReduce: s.collective = CollectiveKind::all_reduce, s.bytes = in; break;
+    case ir::OpKind::AllGather: s.collective = CollectiveKind::all_gather, s.bytes = out; break;
+    case ir::OpKind::ReduceScatter: s.collective = CollectiveKind::reduce_scatter, s.bytes = in; break;
+    case ir::OpKind::AllToAll: s.collective = CollectiveKind::all_to_all, s.bytes = in; break;
+    case ir::OpKind::Broadcast: s.collective = CollectiveKind::broadcast, s.bytes = in, s.root = root(); break;
+    case ir::OpKind::Reduce: s.collective = CollectiveKind::reduce, s.bytes = in, s.root = root(); break;
+    case ir::OpKind::Scatter: s.bytes = out, s.root = root(); break;  // each member's chunk
+    case ir::OpKind::Gather: s.bytes = in, s.root = root(); break;
+    default: break;
+  }
+  s.efficiency_name = s.collective ? collective_name(*s.collective) : ir::op_name(op.kind);
+  return s;
+}
+
+CollectivePlan comm_plan(const Topology& topology, const CommSpec& spec, std::span<const int64_t> group) {
+  if (spec.collective) return plan_collective(topology, *spec.collective, group, spec.bytes, std::nullopt, spec.root);
+  CollectivePlan plan{CollectiveKind::broadcast, CollectiveAlgorithm::direct, {}};
+  if (group.size() > 1 && spec.root < group.size())
+    plan.phases.push_back(direct_phase(group, spec.root, spec.bytes, spec.kind == ir::OpKind::Scatter));
+  return plan;
+}
+
+}  // namespace dstc::htae

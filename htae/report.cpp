@@ -1,0 +1,169 @@
+#include "htae/report.h"
+
+#include <algorithm>
+#include <ostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ir/registry.h"
+
+namespace dstc::htae {
+namespace {
+
+std::string duration(double s) {
+  if (s >= 1) return fmt::format("{:.4g} s", s);
+  if (s >= 1e-3) return fmt::format("{:.4g} ms", s * 1e3);
+  return fmt::format("{:.4g} us", s * 1e6);
+}
+
+std::string bytes(int64_t b) {
+  auto v = static_cast<double>(b);
+  if (v >= 1 << 30) return fmt::format("{:.4g} GiB", v / (1 << 30));
+  if (v >= 1 << 20) return fmt::format("{:.4g} MiB", v / (1 << 20));
+  if (v >= 1 << 10) return fmt::format("{:.4g} KiB", v / (1 << 10));
+  return fmt::format("{} B", b);
+}
+
+std::string rate(double v) {
+  if (v >= 1e9) return fmt::format("{:.4g} G", v / 1e9);
+  if (v >= 1e6) return fmt::format("{:.4g} M", v / 1e6);
+  if (v >= 1e3) return fmt::format("{:.4g} k", v / 1e3);
+  return fmt::format("{:.4g} ", v);
+}
+
+std::string ranks(const std::vector<ir::Rank>& list) {
+  std::string s;
+  for (size_t i = 0; i < list.size() && i < 8; ++i) s += fmt::format("{}{}", i ? ", " : "", list[i]);
+  if (list.size() > 8) s += fmt::format(", ... ({} in all)", list.size());
+  return s;
+}
+
+}  // namespace
+
+void print_report_text(std::ostream& out, const SimReport& r) {
+  out << fmt::format("simulated @{} on {}\n", r.function, r.cluster);
+  out << fmt::format("  executor       {}, bandwidth sharing {}, comp-comm overlap {} (factor {:g})\n",
+                     executor_name(r.executor), r.bandwidth_sharing ? "on" : "off", r.overlap ? "on" : "off",
+                     r.overlap_factor);
+  out << fmt::format("  step time      {}\n", duration(r.step_time_s));
+  if (r.samples_per_s) {
+    out << fmt::format("  throughput     {}samples/s", rate(*r.samples_per_s));
+    if (r.tokens_per_s) out << fmt::format(", {}tokens/s", rate(*r.tokens_per_s));
+    out << "\n";
+  } else {
+    out << "  throughput     - (give --batch, and --seq for tokens)\n";
+  }
+  out << fmt::format("  compute        {:.4g} TFLOP/s per GPU, MFU {:.1f}% of {:.4g} TFLOP/s {}\n", r.tflops_per_gpu,
+                     r.mfu * 100, r.peak_flops_per_gpu / 1e12, dtype_name(r.compute_dtype));
+  auto peak = std::max_element(r.peak_memory_bytes.begin(), r.peak_memory_bytes.end());
+  if (peak != r.peak_memory_bytes.end()) {
+    out << fmt::format(
+        "  memory         peak {} on rank {}, capacity {}: {}\n", bytes(*peak), peak - r.peak_memory_bytes.begin(),
+        bytes(r.memory_capacity_bytes),
+        r.oom ? fmt::format("OUT OF MEMORY on rank{} {}", r.oom_devices.size() == 1 ? "" : "s", ranks(r.oom_devices))
+              : std::string("fits"));
+  }
+  auto share = [&](double s) { return r.step_time_s > 0 ? s / r.step_time_s * 100 : 0.0; };
+  const SimBreakdown& b = r.breakdown;
+  out << fmt::format("  breakdown      on rank {} (finishes last)\n", r.critical_device);
+  out << fmt::format("    compute      {:>12}  {:5.1f}%\n", duration(b.compute_s), share(b.compute_s));
+  out << fmt::format("    exposed comm {:>12}  {:5.1f}%\n", duration(b.exposed_comm_s), share(b.exposed_comm_s));
+  out << fmt::format("    bubble       {:>12}  {:5.1f}%\n", duration(b.bubble_s), share(b.bubble_s));
+  out << fmt::format("    idle         {:>12}  {:5.1f}%\n", duration(b.idle_s), share(b.idle_s));
+  out << fmt::format("  simulated      {} devices ({} classes), {} ops ({} on devices), {} transfers\n", r.num_devices,
+                     r.num_classes, r.num_ops, r.num_device_ops, r.num_flows);
+}
+
+void print_report_json(std::ostream& out, const SimReport& r) {
+  nlohmann::ordered_json j;
+  j["function"] = r.function;
+  j["cluster"] = r.cluster;
+  j["executor"] = executor_name(r.executor);
+  j["bandwidth_sharing"] = r.bandwidth_sharing;
+  j["overlap"] = r.overlap;
+  j["overlap_factor"] = r.overlap_factor;
+  j["step_time_s"] = r.step_time_s;
+  j["samples_per_s"] = r.samples_per_s ? nlohmann::ordered_json(*r.samples_per_s) : nullptr;
+  j["tokens_per_s"] = r.tokens_per_s ? nlohmann::ordered_json(*r.tokens_per_s) : nullptr;
+  j["model_flops"] = r.model_flops;
+  j["compute_dtype"] = dtype_name(r.compute_dtype);
+  j["peak_flops_per_gpu"] = r.peak_flops_per_gpu;
+  j["tflops_per_gpu"] = r.tflops_per_gpu;
+  j["mfu"] = r.mfu;
+  j["peak_memory_bytes"] = r.peak_memory_bytes;
+  j["memory_capacity_bytes"] = r.memory_capacity_bytes;
+  j["oom"] = r.oom;
+  j["oom_devices"] = r.oom_devices;
+  j["breakdown"] = {{"compute_s", r.breakdown.compute_s},
+                    {"exposed_comm_s", r.breakdown.exposed_comm_s},
+                    {"bubble_s", r.breakdown.bubble_s},
+                    {"idle_s", r.breakdown.idle_s}};
+  j["critical_device"] = r.critical_device;
+  j["num_devices"] = r.num_devices;
+  j["num_ops"] = r.num_ops;
+  j["num_device_ops"] = r.num_device_ops;
+  j["num_classes"] = r.num_classes;
+  j["num_flows"] = r.num_flows;
+  out << j.dump(2) << "\n";
+}
+
+void write_chrome_trace(std::ostream& out, const ir::Module& module, const ir::Function& f, const SimReport& r) {
+  if (!r.trace) return;
+  const SimTrace& t = *r.trace;
+  std::vector<std::vector<ir::Rank>> ranks_of_class;
+  for (size_t i = 0; i < t.ranks.size(); ++i) {
+    if (t.rank_class[i] >= ranks_of_class.size()) ranks_of_class.resize(t.rank_class[i] + 1);
+    ranks_of_class[t.rank_class[i]].push_back(t.ranks[i]);
+  }
+  auto of = [&](uint32_t c) -> const std::vector<ir::Rank>& {
+    static const std::vector<ir::Rank> none;
+    return c < ranks_of_class.size() ? ranks_of_class[c] : none;
+  };
+  out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
+  bool first = true;
+  auto emit = [&](const nlohmann::ordered_json& e) {
+    out << (first ? "" : ",\n") << e.dump();
+    first = false;
+  };
+  for (ir::Rank rank : t.ranks) {
+    emit({{"ph", "M"},
+          {"name", "process_name"},
+          {"pid", rank},
+          {"args", {{"name", fmt::format("rank {} (device {})", rank, module.mesh().physical(rank))}}}});
+    emit({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", rank}, {"args", {{"sort_index", rank}}}});
+    for (ir::Stream s : {ir::Stream::Compute, ir::Stream::Feature, ir::Stream::Grad}) {
+      emit({{"ph", "M"},
+            {"name", "thread_name"},
+            {"pid", rank},
+            {"tid", static_cast<int>(s)},
+            {"args", {{"name", ir::stream_name(s)}}}});
+    }
+  }
+  for (const TraceSpan& span : t.spans) {
+    const ir::Op& op = f.ops[span.op];
+    std::string name(ir::op_name(op.kind));
+    if (op.result_count > 0) name += " %" + module.value_name(f, op.first_result);
+    nlohmann::ordered_json args = {{"op", span.op}, {"phase", ir::phase_name(op.phase)}};
+    if (op.micro_batch >= 0) args["micro_batch"] = op.micro_batch;
+    if (op.stage >= 0) args["stage"] = op.stage;
+    for (ir::Rank rank : of(span.device_class)) {
+      emit({{"ph", "X"},
+            {"name", name},
+            {"cat", ir::phase_name(op.phase)},
+            {"pid", rank},
+            {"tid", static_cast<int>(op.stream)},
+            {"ts", span.start * 1e6},
+            {"dur", (span.end - span.start) * 1e6},
+            {"args", args}});
+    }
+  }
+  for (const TraceMemorySample& m : t.memory) {
+    for (ir::Rank rank : of(m.device_class)) {
+      emit({{"ph", "C"}, {"name", "memory"}, {"pid", rank}, {"ts", m.time * 1e6}, {"args", {{"bytes", m.live_bytes}}}});
+    }
+  }
+  out << "\n]}\n";
+}
+
+}  // namespace dstc::htae

@@ -1,0 +1,697 @@
+#include "htae/simulator.h"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "htae/comm_layout.h"
+#include "htae/device_classes.h"
+#include "htae/flow_engine.h"
+#include "htae/htae_diagnostics.h"
+#include "htae/ir_op_pricing.h"
+#include "htae/memory_tracker.h"
+#include "htae/op_estimator.h"
+#include "htae/topology.h"
+#include "ir/groups.h"
+#include "ir/registry.h"
+#include "ir/verifier.h"
+
+namespace dstc::htae {
+
+std::string_view executor_name(ExecutorKind kind) { return kind == ExecutorKind::htae ? "htae" : "program-order"; }
+
+std::optional<ExecutorKind> parse_executor(std::string_view name) {
+  if (name == "htae") return ExecutorKind::htae;
+  if (name == "program-order") return ExecutorKind::program_order;
+  return std::nullopt;
+}
+
+namespace {
+
+using ir::kNone;
+using ir::OpId;
+using ir::ValueId;
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+enum class Activity : uint8_t { compute, comm, bubble, idle };
+
+struct Queue {
+  std::vector<OpId> ops;
+  uint32_t pos = 0;
+  bool busy = false;  // the head runs, or (communication) waits at its rendezvous
+};
+
+struct ClassState {
+  std::array<Queue, 3> queues;
+  // The compute op in progress: its work (seconds at full speed) drains at `rate`.
+  OpId computing = kNone;
+  uint8_t computing_queue = 0;
+  double work_left = 0;
+  double since = 0;
+  double rate = 1;
+  double op_start = 0;
+  uint32_t version = 0;
+  uint32_t comm_in_flight = 0;
+  uint32_t grad_in_flight = 0;
+  size_t ops_left = 0;
+  double finish = 0;
+  Activity activity = Activity::idle;
+  double activity_since = 0;
+  SimBreakdown time;
+  bool traced = false;
+};
+
+struct Event {
+  double time;
+  uint32_t id;       // class (compute done) or instance (communication priced as a whole)
+  uint32_t version;  // compute: the class's version when scheduled; kCommDone otherwise
+  bool operator>(const Event& o) const { return time > o.time; }
+};
+constexpr uint32_t kCommDone = UINT32_MAX;
+
+struct FlowSpec {
+  std::vector<LinkId> route;
+  double bytes;
+  double latency;
+};
+using GroupPlan = std::vector<std::vector<FlowSpec>>;  // phases of flows
+
+// A rendezvous in progress: one component of a communication op.
+struct Instance {
+  OpId op = 0;       // the collective, or the send of a send/recv pair
+  OpId partner = 0;  // the recv of a pair
+  uint32_t layout = 0;
+  uint32_t component = 0;
+  const std::vector<GroupPlan>* plans = nullptr;
+  std::vector<uint32_t> phase;
+  std::vector<uint32_t> outstanding;
+  uint32_t groups_left = 0;
+  double start = 0;
+};
+
+class Executor {
+ public:
+  Executor(const ir::Module& module, const ir::Function& f, const ClusterSpec& cluster, const SimOptions& options)
+      : m_(module),
+        f_(f),
+        cluster_(cluster),
+        options_(options),
+        classes_(module, f, options.symmetry),
+        topology_(cluster),
+        flows_(topology_, options.bandwidth_sharing),
+        estimator_(cluster.gpu, options.profile),
+        memory_(static_cast<int64_t>(classes_.count()), cluster.gpu.memory_bytes, options.record_trace),
+        state_(classes_.count()) {
+    queue_count_ = options.executor == ExecutorKind::htae ? 3 : 1;
+    overlap_rate_ = options.overlap && cluster.runtime.overlap_factor > 0 ? 1 / cluster.runtime.overlap_factor : 1;
+  }
+
+  void prepare();
+  void run();
+  SimReport report();
+  bool stuck(DiagnosticEngine& diags) const;
+
+ private:
+  uint8_t queue_of(const ir::Op& op) const { return queue_count_ == 1 ? 0 : static_cast<uint8_t>(op.stream); }
+  uint32_t slot(ValueId v, uint32_t c) const {
+    const std::vector<uint32_t>& in = classes_.in_set(f_.values[v].devices);
+    auto it = std::lower_bound(in.begin(), in.end(), c);
+    return it != in.end() && *it == c ? slot_begin_[v] + static_cast<uint32_t>(it - in.begin()) : kNone;
+  }
+  bool operands_ready(const ir::Op& op, uint32_t c) const {
+    for (ValueId v : f_.operands(op)) {
+      uint32_t s = slot(v, c);
+      if (s != kNone && !ready_[s]) return false;
+    }
+    return true;
+  }
+  bool is_comm(const ir::Op& op) const { return ir::op_info(op.kind).is_communication(); }
+
+  void account(uint32_t c);
+  Activity classify(uint32_t c) const;
+  void try_start(uint32_t c);
+  void start_compute(uint32_t c, uint8_t q, OpId op);
+  void set_rate(uint32_t c);
+  void arrive(uint32_t c, OpId op);
+  void start_instance(OpId rendezvous, uint32_t component);
+  void start_phase(uint32_t instance, uint32_t group);
+  void finish_instance(uint32_t instance);
+  void finish_op(uint32_t c, uint8_t q, OpId op, double start);
+  void alloc_results(uint32_t c, const ir::Op& op);
+  void release(ValueId v, uint32_t c);
+  void push_event(Event e) {
+    events_.push_back(e);
+    std::push_heap(events_.begin(), events_.end(), std::greater<>());
+  }
+  const std::vector<GroupPlan>& plans_for(OpId rendezvous, uint32_t component);
+
+  const ir::Module& m_;
+  const ir::Function& f_;
+  const ClusterSpec& cluster_;
+  const SimOptions& options_;
+  DeviceClasses classes_;
+  Topology topology_;
+  FlowEngine flows_;
+  OpEstimator estimator_;
+  MemoryTracker memory_;
+  std::vector<ClassState> state_;
+  int queue_count_ = 3;
+  double overlap_rate_ = 1;
+  double now_ = 0;
+
+  // Per value: its first slot; a slot is (value, class) for each class of its set.
+  std::vector<uint32_t> slot_begin_;
+  std::vector<uint8_t> ready_;
+  std::vector<uint32_t> uses_;
+  std::vector<uint8_t> keep_;  // arguments and returned values live to the end
+
+  // Per op.
+  std::vector<double> duration_;       // compute ops: seconds at full speed
+  std::vector<OpId> rendezvous_;       // communication: the collective itself, or a pair's send
+  std::vector<OpId> partner_;          // send <-> recv
+  std::vector<uint32_t> layout_of_;    // rendezvous ops: their layout
+  std::vector<uint32_t> arrive_base_;  // rendezvous ops: first counter of their components
+  std::vector<CommSpec> comm_;         // rendezvous ops: what they move
+  std::vector<double> fixed_seconds_;  // rendezvous ops: a profiled time, or < 0
+  std::vector<uint32_t> arrived_;
+  std::vector<CommLayout> layouts_;
+  std::map<std::tuple<int, uint32_t, uint32_t, uint32_t>, uint32_t> layout_ids_;
+  std::map<std::tuple<uint32_t, uint32_t, int, double, size_t>, std::vector<GroupPlan>> plans_;
+
+  std::vector<Instance> instances_;
+  std::vector<uint32_t> free_instances_;
+  std::vector<uint64_t> flow_owner_;  // FlowId -> instance << 32 | group
+  std::vector<Event> events_;
+  std::vector<uint32_t> worklist_;
+  std::vector<uint8_t> queued_;
+  std::vector<DeliveredFlow> delivered_;
+
+  double model_flops_ = 0;
+  std::array<double, 4> flops_by_dtype_{};
+  int64_t device_ops_ = 0;
+  int64_t flow_count_ = 0;
+  std::vector<TraceSpan> spans_;
+  std::vector<ir::Rank> traced_ranks_;
+};
+
+void Executor::prepare() {
+  const size_t ops = f_.ops.size();
+  // Value slots, and the arguments alive from the start.
+  slot_begin_.resize(f_.values.size());
+  uint32_t slots = 0;
+  for (ValueId v = 0; v < f_.values.size(); ++v) {
+    slot_begin_[v] = slots;
+    slots += static_cast<uint32_t>(classes_.in_set(f_.values[v].devices).size());
+  }
+  ready_.assign(slots, 0);
+  uses_.assign(slots, 0);
+  keep_.assign(f_.values.size(), 0);
+  for (ValueId v : f_.returns) keep_[v] = 1;
+  for (const ir::Arg& a : f_.args) {
+    keep_[a.value] = 1;
+    auto bytes = m_.value_type(f_, a.value).bytes();
+    for (uint32_t c : classes_.in_set(f_.values[a.value].devices)) {
+      ready_[slot(a.value, c)] = 1;
+      memory_.alloc(c, bytes, 0);
+    }
+  }
+  // Queues, uses, costs, rendezvous layouts.
+  std::vector<OpId> pairs = ir::pair_channels(f_);
+  duration_.assign(ops, 0);
+  rendezvous_.assign(ops, kNone);
+  partner_ = pairs;
+  layout_of_.assign(ops, kNone);
+  arrive_base_.assign(ops, kNone);
+  comm_.resize(ops);
+  fixed_seconds_.assign(ops, -1);
+  for (OpId i = 0; i < ops; ++i) {
+    const ir::Op& op = f_.ops[i];
+    const std::vector<uint32_t>& in = classes_.in_set(op.devices);
+    device_ops_ += static_cast<int64_t>(m_.members(op.devices).size());
+    for (uint32_t c : in) {
+      state_[c].queues[queue_of(op)].ops.push_back(i);
+      ++state_[c].ops_left;
+      for (ValueId v : f_.operands(op)) {
+        if (uint32_t s = slot(v, c); s != kNone) ++uses_[s];
+      }
+    }
+    const ir::OpInfo& info = ir::op_info(op.kind);
+    if (!info.is_communication()) {
+      ir::OpCost cost = ir::op_cost(m_, f_, op);
+      OpCostQuery query = compute_query(m_, f_, op, cost);
+      duration_[i] = estimator_.estimate(query).seconds;
+      if (info.category == ir::OpCategory::Compute && op.phase != ir::Phase::Recompute) {
+        double total = cost.flops * static_cast<double>(m_.members(op.devices).size());
+        model_flops_ += total;
+        if (classify_op(query.kind) == OpClass::matmul) flops_by_dtype_[static_cast<size_t>(query.dtype)] += total;
+      }
+      continue;
+    }
+    // The send of a pair is its rendezvous; an unpaired send/recv cannot run (the verifier reports it).
+    OpId rv = op.kind == ir::OpKind::Recv ? pairs[i] : i;
+    rendezvous_[i] = rv;
+    if (rv == kNone || op.kind == ir::OpKind::Recv) continue;
+    std::tuple<int, uint32_t, uint32_t, uint32_t> key;
+    if (op.kind == ir::OpKind::Send) {
+      if (pairs[i] == kNone) continue;
+      key = {1, op.devices, op.aux, f_.ops[pairs[i]].devices};
+    } else {
+      key = {0, op.devices, op.group_axes, op.aux};
+    }
+    auto [it, inserted] = layout_ids_.emplace(key, static_cast<uint32_t>(layouts_.size()));
+    if (inserted) {
+      layouts_.push_back(op.kind == ir::OpKind::Send ? p2p_layout(m_, op, f_.ops[pairs[i]], classes_)
+                                                     : collective_layout(m_, op, classes_));
+    }
+    layout_of_[i] = it->second;
+    const CommLayout& layout = layouts_[it->second];
+    arrive_base_[i] = static_cast<uint32_t>(arrived_.size());
+    arrived_.resize(arrived_.size() + layout.components.size(), 0);
+    comm_[i] = comm_spec(m_, f_, op);
+    if (options_.profile && !layout.components.empty() && !layout.components[0].groups.empty() && comm_[i].collective) {
+      auto p = static_cast<int64_t>(layout.components[0].groups[0].size());
+      if (std::optional<double> s = options_.profile->collective_seconds(*comm_[i].collective, p, comm_[i].bytes))
+        fixed_seconds_[i] = *s;
+    }
+  }
+  // Which ranks a trace shows: all of a small mesh, else the first of each symmetric class.
+  if (options_.record_trace) {
+    if (m_.mesh().size() <= options_.trace_all_up_to) {
+      for (ir::Rank r = 0; r < m_.mesh().size(); ++r) traced_ranks_.push_back(r);
+    } else {
+      DeviceClasses symmetric(m_, f_, true);
+      for (uint32_t c = 0; c < symmetric.count(); ++c) traced_ranks_.push_back(symmetric.members(c)[0]);
+    }
+    for (ir::Rank r : traced_ranks_) state_[classes_.of_rank(r)].traced = true;
+  }
+  queued_.assign(classes_.count(), 0);
+}
+
+void Executor::account(uint32_t c) {
+  ClassState& s = state_[c];
+  double elapsed = now_ - s.activity_since;
+  switch (s.activity) {
+    case Activity::compute: s.time.compute_s += elapsed; break;
+    case Activity::comm: s.time.exposed_comm_s += elapsed; break;
+    case Activity::bubble: s.time.bubble_s += elapsed; break;
+    case Activity::idle: s.time.idle_s += elapsed; break;
+  }
+  s.activity_since = now_;
+}
+
+// Nothing running and waiting for another pipeline stage: a queue heads a
+// recv (or a send whose receiver is not there yet), or an op that needs a
+// value a recv has not delivered.
+Activity Executor::classify(uint32_t c) const {
+  const ClassState& s = state_[c];
+  if (s.computing != kNone) return Activity::compute;
+  if (s.comm_in_flight > 0) return Activity::comm;
+  for (int q = 0; q < queue_count_; ++q) {
+    const Queue& queue = s.queues[static_cast<size_t>(q)];
+    if (queue.pos >= queue.ops.size()) continue;
+    const ir::Op& head = f_.ops[queue.ops[queue.pos]];
+    if (head.kind == ir::OpKind::Recv || head.kind == ir::OpKind::Send) return Activity::bubble;
+    for (ValueId v : f_.operands(head)) {
+      uint32_t sl = slot(v, c);
+      OpId def = f_.values[v].def;
+      if (sl != kNone && !ready_[sl] && def != kNone && f_.ops[def].kind == ir::OpKind::Recv) return Activity::bubble;
+    }
+  }
+  return Activity::idle;
+}
+
+void Executor::try_start(uint32_t c) {
+  ClassState& s = state_[c];
+  for (uint8_t q = 0; q < queue_count_; ++q) {
+    Queue& queue = s.queues[q];
+    if (queue.busy || queue.pos >= queue.ops.size()) continue;
+    OpId id = queue.ops[queue.pos];
+    const ir::Op& op = f_.ops[id];
+    if (!operands_ready(op, c)) continue;
+    queue.busy = true;
+    if (is_comm(op)) {
+      arrive(c, id);
+    } else {
+      start_compute(c, q, id);
+    }
+  }
+}
+
+void Executor::set_rate(uint32_t c) {
+  ClassState& s = state_[c];
+  double rate = s.grad_in_flight > 0 ? overlap_rate_ : 1;
+  if (s.computing == kNone || rate == s.rate) {
+    s.rate = rate;
+    return;
+  }
+  s.work_left = std::max(0.0, s.work_left - (now_ - s.since) * s.rate);
+  s.since = now_;
+  s.rate = rate;
+  push_event({now_ + s.work_left / rate, c, ++s.version});
+}
+
+void Executor::start_compute(uint32_t c, uint8_t q, OpId id) {
+  ClassState& s = state_[c];
+  account(c);
+  s.computing = id;
+  s.computing_queue = q;
+  s.work_left = duration_[id];
+  s.since = s.op_start = now_;
+  s.rate = s.grad_in_flight > 0 ? overlap_rate_ : 1;
+  alloc_results(c, f_.ops[id]);
+  push_event({now_ + s.work_left / s.rate, c, ++s.version});
+}
+
+void Executor::arrive(uint32_t c, OpId id) {
+  OpId rv = rendezvous_[id];
+  if (rv == kNone || layout_of_[rv] == kNone) return;  // unpaired: stays waiting, reported as stuck
+  const CommLayout& layout = layouts_[layout_of_[rv]];
+  uint32_t component = layout.component_of_class[c];
+  const CommComponent& comp = layout.components[component];
+  uint32_t& count = arrived_[arrive_base_[rv] + component];
+  if (++count == comp.classes.size() + comp.receivers.size()) start_instance(rv, component);
+}
+
+const std::vector<GroupPlan>& Executor::plans_for(OpId rv, uint32_t component) {
+  const CommSpec& spec = comm_[rv];
+  auto key = std::make_tuple(layout_of_[rv], component, static_cast<int>(spec.kind), spec.bytes, spec.root);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return it->second;
+  std::vector<GroupPlan> plans;
+  double efficiency = cluster_.runtime.efficiency(spec.efficiency_name);
+  for (const std::vector<int64_t>& group : layouts_[layout_of_[rv]].components[component].groups) {
+    CollectivePlan plan = comm_plan(topology_, spec, group);
+    GroupPlan g;
+    for (const CollectivePhase& phase : plan.phases) {
+      std::vector<FlowSpec> flows;
+      for (const Transfer& t : phase.transfers) {
+        flows.push_back(
+            {topology_.route(t.src, t.dst), t.bytes / efficiency, phase.steps * topology_.route_latency(t.src, t.dst)});
+      }
+      g.push_back(std::move(flows));
+    }
+    plans.push_back(std::move(g));
+  }
+  return plans_.emplace(key, std::move(plans)).first->second;
+}
+
+void Executor::start_instance(OpId rv, uint32_t component) {
+  uint32_t id;
+  if (free_instances_.empty()) {
+    id = static_cast<uint32_t>(instances_.size());
+    instances_.emplace_back();
+  } else {
+    id = free_instances_.back();
+    free_instances_.pop_back();
+  }
+  Instance& inst = instances_[id];
+  inst.op = rv;
+  inst.partner = partner_[rv];
+  inst.layout = layout_of_[rv];
+  inst.component = component;
+  inst.start = now_;
+  const CommComponent& comp = layouts_[inst.layout].components[component];
+  auto begin = [&](uint32_t c, const ir::Op& op) {
+    account(c);
+    if (!queued_[c]) queued_[c] = 1, worklist_.push_back(c);
+    ClassState& s = state_[c];
+    ++s.comm_in_flight;
+    if (op.stream == ir::Stream::Grad) ++s.grad_in_flight, set_rate(c);
+    alloc_results(c, op);
+  };
+  const ir::Op& op = f_.ops[rv];
+  for (uint32_t c : comp.classes) begin(c, op);
+  for (uint32_t c : comp.receivers) begin(c, f_.ops[inst.partner]);
+  if (fixed_seconds_[rv] >= 0) {
+    inst.groups_left = 0;
+    push_event({now_ + fixed_seconds_[rv], id, kCommDone});
+    return;
+  }
+  inst.plans = &plans_for(rv, component);
+  size_t groups = inst.plans->size();
+  inst.phase.assign(groups, 0);
+  inst.outstanding.assign(groups, 0);
+  inst.groups_left = static_cast<uint32_t>(groups);
+  for (uint32_t g = 0; g < groups; ++g) start_phase(id, g);
+  if (instances_[id].groups_left == 0) push_event({now_, id, kCommDone});
+}
+
+// Starts the current phase of a group, skipping empty phases; a group with
+// no phase left is done.
+void Executor::start_phase(uint32_t id, uint32_t g) {
+  Instance& inst = instances_[id];
+  const GroupPlan& plan = (*inst.plans)[g];
+  while (inst.phase[g] < plan.size() && plan[inst.phase[g]].empty()) ++inst.phase[g];
+  if (inst.phase[g] >= plan.size()) {
+    --inst.groups_left;
+    return;
+  }
+  for (const FlowSpec& spec : plan[inst.phase[g]]) {
+    FlowId flow = flows_.start_flow(spec.route, spec.bytes, now_, spec.latency);
+    if (flow >= flow_owner_.size()) flow_owner_.resize(flow + 1);
+    flow_owner_[flow] = (static_cast<uint64_t>(id) << 32) | g;
+    ++inst.outstanding[g];
+    ++flow_count_;
+  }
+}
+
+void Executor::finish_instance(uint32_t id) {
+  Instance& inst = instances_[id];
+  const CommComponent& comp = layouts_[inst.layout].components[inst.component];
+  auto end = [&](uint32_t c, OpId op_id) {
+    account(c);
+    ClassState& s = state_[c];
+    const ir::Op& op = f_.ops[op_id];
+    --s.comm_in_flight;
+    if (op.stream == ir::Stream::Grad) --s.grad_in_flight, set_rate(c);
+    finish_op(c, queue_of(op), op_id, inst.start);
+  };
+  for (uint32_t c : comp.classes) end(c, inst.op);
+  for (uint32_t c : comp.receivers) end(c, inst.partner);
+  free_instances_.push_back(id);
+}
+
+void Executor::alloc_results(uint32_t c, const ir::Op& op) {
+  for (uint16_t r = 0; r < op.result_count; ++r) {
+    ValueId v = op.first_result + r;
+    if (slot(v, c) != kNone) memory_.alloc(c, m_.value_type(f_, v).bytes(), now_);
+  }
+}
+
+void Executor::release(ValueId v, uint32_t c) {
+  if (!keep_[v]) memory_.free(c, m_.value_type(f_, v).bytes(), now_);
+}
+
+void Executor::finish_op(uint32_t c, uint8_t q, OpId id, double start) {
+  ClassState& s = state_[c];
+  Queue& queue = s.queues[q];
+  ++queue.pos;
+  queue.busy = false;
+  --s.ops_left;
+  s.finish = std::max(s.finish, now_);
+  const ir::Op& op = f_.ops[id];
+  for (uint16_t r = 0; r < op.result_count; ++r) {
+    ValueId v = op.first_result + r;
+    uint32_t sl = slot(v, c);
+    if (sl == kNone) continue;
+    ready_[sl] = 1;
+    if (uses_[sl] == 0) release(v, c);
+  }
+  for (ValueId v : f_.operands(op)) {
+    uint32_t sl = slot(v, c);
+    if (sl != kNone && --uses_[sl] == 0 && ready_[sl]) release(v, c);
+  }
+  if (s.traced) spans_.push_back({c, id, start, now_});
+  if (!queued_[c]) queued_[c] = 1, worklist_.push_back(c);
+}
+
+void Executor::run() {
+  for (uint32_t c = 0; c < classes_.count(); ++c) queued_[c] = 1, worklist_.push_back(c);
+  for (;;) {
+    while (!worklist_.empty()) {
+      std::vector<uint32_t> batch;
+      batch.swap(worklist_);
+      for (uint32_t c : batch) queued_[c] = 0;
+      for (uint32_t c : batch) try_start(c);
+      for (uint32_t c : batch) {
+        account(c);
+        state_[c].activity = classify(c);
+      }
+    }
+    while (!events_.empty()) {
+      const Event& e = events_.front();
+      if (e.version == kCommDone || state_[e.id].version == e.version) break;
+      std::pop_heap(events_.begin(), events_.end(), std::greater<>());
+      events_.pop_back();
+    }
+    double t = std::min(events_.empty() ? kInfinity : events_.front().time, flows_.next_event_time());
+    if (t == kInfinity) break;
+    now_ = t;
+    while (!events_.empty() && events_.front().time <= now_) {
+      std::pop_heap(events_.begin(), events_.end(), std::greater<>());
+      Event e = events_.back();
+      events_.pop_back();
+      if (e.version == kCommDone) {
+        finish_instance(e.id);
+        continue;
+      }
+      ClassState& s = state_[e.id];
+      if (s.version != e.version || s.computing == kNone) continue;
+      account(e.id);
+      OpId op = s.computing;
+      s.computing = kNone;
+      finish_op(e.id, s.computing_queue, op, s.op_start);
+    }
+    delivered_.clear();
+    flows_.advance_to(now_, delivered_);
+    for (const DeliveredFlow& d : delivered_) {
+      auto id = static_cast<uint32_t>(flow_owner_[d.id] >> 32);
+      auto g = static_cast<uint32_t>(flow_owner_[d.id]);
+      Instance& inst = instances_[id];
+      if (--inst.outstanding[g] > 0) continue;
+      ++inst.phase[g];
+      start_phase(id, g);
+      if (instances_[id].groups_left == 0) finish_instance(id);
+    }
+  }
+}
+
+bool Executor::stuck(DiagnosticEngine& diags) const {
+  for (uint32_t c = 0; c < classes_.count(); ++c) {
+    const ClassState& s = state_[c];
+    if (s.ops_left == 0) continue;
+    for (int q = 0; q < queue_count_; ++q) {
+      const Queue& queue = s.queues[static_cast<size_t>(q)];
+      if (queue.pos >= queue.ops.size()) continue;
+      OpId op = queue.ops[queue.pos];
+      diags
+          .error(diag::kSimStuck, f_.op_range(op),
+                 fmt::format("the schedule cannot finish: rank {} waits forever at {}", classes_.members(c)[0],
+                             ir::op_label(m_, f_, op)))
+          .note("run `dstc ir verify` for the cycle of ops that wait for each other");
+      return true;
+    }
+  }
+  return false;
+}
+
+SimReport Executor::report() {
+  SimReport r;
+  r.function = f_.name;
+  r.cluster = cluster_.name;
+  r.executor = options_.executor;
+  r.bandwidth_sharing = options_.bandwidth_sharing;
+  r.overlap = options_.overlap;
+  r.overlap_factor = cluster_.runtime.overlap_factor;
+  uint32_t critical = 0;
+  for (uint32_t c = 0; c < classes_.count(); ++c) {
+    if (state_[c].finish > state_[critical].finish) critical = c;
+  }
+  r.step_time_s = classes_.count() > 0 ? state_[critical].finish : 0;
+  now_ = r.step_time_s;
+  for (uint32_t c = 0; c < classes_.count(); ++c) account(c);
+  if (classes_.count() > 0) {
+    r.breakdown = state_[critical].time;
+    r.critical_device = classes_.members(critical)[0];
+  }
+  if (r.step_time_s > 0 && options_.global_batch) {
+    r.samples_per_s = static_cast<double>(*options_.global_batch) / r.step_time_s;
+    if (options_.sequence_length) r.tokens_per_s = *r.samples_per_s * static_cast<double>(*options_.sequence_length);
+  }
+  r.num_devices = m_.mesh().size();
+  r.model_flops = model_flops_;
+  auto dominant = std::max_element(flops_by_dtype_.begin(), flops_by_dtype_.end());
+  r.compute_dtype = *dominant > 0 ? static_cast<ComputeDtype>(dominant - flops_by_dtype_.begin()) : ComputeDtype::fp32;
+  r.peak_flops_per_gpu = cluster_.gpu.peak(r.compute_dtype);
+  if (r.step_time_s > 0 && r.num_devices > 0) {
+    double per_gpu = model_flops_ / r.step_time_s / static_cast<double>(r.num_devices);
+    r.tflops_per_gpu = per_gpu / 1e12;
+    r.mfu = per_gpu / r.peak_flops_per_gpu;
+  }
+  r.memory_capacity_bytes = cluster_.gpu.memory_bytes;
+  r.peak_memory_bytes.resize(static_cast<size_t>(r.num_devices));
+  for (ir::Rank rank = 0; rank < r.num_devices; ++rank) {
+    uint32_t c = classes_.of_rank(rank);
+    r.peak_memory_bytes[static_cast<size_t>(rank)] = memory_.peak(c);
+    if (memory_.oom(c)) r.oom_devices.push_back(rank);
+  }
+  r.oom = !r.oom_devices.empty();
+  r.num_ops = static_cast<int64_t>(f_.ops.size());
+  r.num_device_ops = device_ops_;
+  r.num_classes = static_cast<int64_t>(classes_.count());
+  r.num_flows = flow_count_;
+  if (options_.record_trace) {
+    SimTrace trace;
+    trace.ranks = traced_ranks_;
+    for (ir::Rank rank : traced_ranks_) trace.rank_class.push_back(classes_.of_rank(rank));
+    trace.spans = std::move(spans_);
+    for (uint32_t c = 0; c < classes_.count(); ++c) {
+      if (!state_[c].traced) continue;
+      for (const MemorySample& s : memory_.timeline(c)) trace.memory.push_back({c, s.time, s.live_bytes});
+    }
+    r.trace = std::move(trace);
+  }
+  return r;
+}
+
+const ir::Function* find_function(const ir::Module& module, const std::string& name) {
+  if (!name.empty()) return module.find_function(name);
+  if (const ir::Function* f = module.find_function("train_step")) return f;
+  return module.functions.empty() ? nullptr : &module.functions.front();
+}
+
+// The module's ranks must map to distinct devices of the cluster.
+bool fits(const ir::Module& module, const ClusterSpec& cluster, DiagnosticEngine& diags) {
+  const ir::Mesh& mesh = module.mesh();
+  if (mesh.size() > cluster.num_devices()) {
+    diags
+        .error(diag::kSimMeshTooLarge, {},
+               fmt::format("the module's mesh {} has {} devices, the cluster '{}' only {}", mesh.name(), mesh.size(),
+                           cluster.name, cluster.num_devices()))
+        .note(fmt::format("the cluster file is {}; `--nodes N` scales it out", cluster.path));
+    return false;
+  }
+  std::vector<ir::Rank> user(static_cast<size_t>(cluster.num_devices()), -1);
+  for (ir::Rank r = 0; r < mesh.size(); ++r) {
+    int32_t d = mesh.physical(r);
+    if (d < 0 || d >= cluster.num_devices()) {
+      diags.error(diag::kSimBadDeviceMap, {},
+                  fmt::format("rank {} of mesh {} is placed on device {}, outside the cluster's {} devices", r,
+                              mesh.name(), d, cluster.num_devices()));
+      return false;
+    }
+    if (user[static_cast<size_t>(d)] >= 0) {
+      diags.error(diag::kSimBadDeviceMap, {},
+                  fmt::format("ranks {} and {} of mesh {} are both placed on device {}", user[static_cast<size_t>(d)],
+                              r, mesh.name(), d));
+      return false;
+    }
+    user[static_cast<size_t>(d)] = r;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<SimReport> simulate(const ir::Module& module, const ClusterSpec& cluster, const SimOptions& options,
+                                  DiagnosticEngine& diags) {
+  const ir::Function* f = find_function(module, options.function);
+  if (!f) {
+    diags.error(diag::kSimNoFunction, {},
+                options.function.empty() ? std::string("the module has no function to simulate")
+                                         : fmt::format("the module has no function '{}'", options.function));
+    return std::nullopt;
+  }
+  if (!fits(module, cluster, diags)) return std::nullopt;
+  Executor executor(module, *f, cluster, options);
+  executor.prepare();
+  executor.run();
+  if (executor.stuck(diags)) return std::nullopt;
+  return executor.report();
+}
+
+}  // namespace dstc::htae
