@@ -334,6 +334,20 @@ bool shard_shape(const OpContext& ctx, Types& out, std::string& error) {
   return true;
 }
 
+// The inverse placement of shard: a tensor `parts` times longer along `dim`
+// holding this device's chunk at its coordinate on mesh axis `axis` and
+// zeros elsewhere (S -> P boxing).
+bool unshard_shape(const OpContext& ctx, Types& out, std::string& error) {
+  TensorType r = ctx.operands[0];
+  int64_t dim = ctx.attrs.integer("dim");
+  if (!normalize_dim(dim, r.rank, error)) return false;
+  int64_t parts = ctx.attrs.integer("parts");
+  if (parts < 1) return fail(error, "unshard into {} parts", parts);
+  r.dims[static_cast<size_t>(dim)] *= parts;
+  out.push_back(r);
+  return true;
+}
+
 bool concat_shape(const OpContext& ctx, Types& out, std::string& error) {
   TensorType r = ctx.operands[0];
   int64_t dim = ctx.attrs.integer("dim");
@@ -491,6 +505,9 @@ void add_forward_ops(std::vector<OpInfo>& t) {
       make_op(OpKind::Shard, 1, 1, 1,
               {required("dim", AttrType::Int), required("parts", AttrType::Int), required("axis", AttrType::Int)},
               shard_shape, no_flops));
+  t.push_back(make_op(OpKind::Unshard, 1, 1, 1,
+                      {required("dim", AttrType::Int), required("parts", AttrType::Int), required("axis", AttrType::Int)},
+                      unshard_shape, no_flops));
   // Keeps the value on coordinate 0 of mesh axis `axis`, zeros elsewhere (B -> P boxing).
   t.push_back(make_op(OpKind::Partialize, 1, 1, 1, {required("axis", AttrType::Int)}, float_unary_shape,
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 0); }));

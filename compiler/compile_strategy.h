@@ -1,0 +1,26 @@
+// The compiler's middle end in one call: resolve the strategy tree, assign
+// SBP signatures, and lower to IR.
+#pragma once
+
+#include <optional>
+
+#include "compiler/graph/logical_graph.h"
+#include "compiler/lowering/lowering.h"
+#include "compiler/sbp/sbp_propagation.h"
+#include "compiler/strategy/strategy_spec.h"
+#include "compiler/strategy/strategy_tree.h"
+#include "ir/module.h"
+
+namespace dstc::compiler {
+
+struct CompiledStrategy {
+  ResolvedStrategy resolved;
+  SbpAssignment sbp;
+  ir::Module module;
+};
+
+// nullopt when the strategy has errors (reported to `diags`).
+std::optional<CompiledStrategy> compile_strategy(const LogicalGraph& graph, const StrategySpec& spec,
+                                                 SourceManager& sources, DiagnosticEngine& diags);
+
+}  // namespace dstc::compiler

@@ -1,0 +1,570 @@
+#include "compiler/lowering/lowering.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "compiler/lowering/lowering_state.h"
+#include "compiler/sbp/signature.h"
+#include "compiler/schedule/schedule_check.h"
+
+namespace dstc::compiler {
+namespace {
+
+// Moves each send to just before its recv. The op list is a sequential
+// execution of the step; with every send next to its recv, each rendezvous
+// completes in that sequence, so the per-device orders derived from it
+// cannot deadlock (1F1B's steady state, where one stage sends forward while
+// the next sends back, would otherwise cross). Sends have no results, so
+// only the definitions of other ops' results move with the renumbering.
+void place_sends_at_their_recvs(ir::Function& f) {
+  std::map<uint32_t, ir::Op> waiting;  // channel -> send
+  std::vector<ir::Op> ops;
+  ops.reserve(f.ops.size());
+  for (const ir::Op& op : f.ops) {
+    if (op.kind == ir::OpKind::Send) {
+      waiting.emplace(op.channel, op);
+      continue;
+    }
+    if (op.kind == ir::OpKind::Recv) {
+      auto send = waiting.find(op.channel);
+      if (send != waiting.end()) {
+        ops.push_back(send->second);
+        waiting.erase(send);
+      }
+    }
+    ops.push_back(op);
+  }
+  for (auto& [channel, send] : waiting) ops.push_back(send);  // unmatched: the verifier reports them
+  f.ops = std::move(ops);
+  for (ir::OpId id = 0; id < f.ops.size(); ++id) {
+    const ir::Op& op = f.ops[id];
+    for (int i = 0; i < op.result_count; ++i) f.values[op.first_result + i].def = id;
+  }
+}
+
+}  // namespace
+
+Lowering::Lowering(const LogicalGraph& g, const StrategySpec& s, const SbpAssignment& a, const ResolvedStrategy& r,
+                   const SourceManager& sources)
+    : graph(g), spec(s), sbp(a), resolved(r), sources_(sources) {
+  module_.set_mesh(spec.mesh);
+  stage_ops_.resize(resolved.num_stages);
+  for (int32_t op = 0; op < static_cast<int32_t>(graph.ops.size()); ++op)
+    stage_ops_[resolved.stage_of_op[op]].push_back(op);
+  consumer_stages_.resize(graph.tensors.size());
+  for (int32_t op = 0; op < static_cast<int32_t>(graph.ops.size()); ++op) {
+    for (const Operand& in : graph.ops[op].inputs) {
+      auto& stages = consumer_stages_[in.tensor];
+      int32_t st = resolved.stage_of_op[op];
+      if (std::find(stages.begin(), stages.end(), st) == stages.end()) stages.push_back(st);
+    }
+  }
+  // A tensor needs a gradient when a parameter flows into it.
+  requires_grad_.assign(graph.tensors.size(), false);
+  if (spec.train.training) {
+    for (size_t t = 0; t < graph.tensors.size(); ++t) requires_grad_[t] = graph.tensors[t].kind == TensorKind::Param;
+    for (const LogicalOp& op : graph.ops)
+      for (const Operand& in : op.inputs)
+        if (requires_grad_[in.tensor]) requires_grad_[op.output] = true;
+  }
+  // Stage k runs on the pipeline axis' coordinate k mod ranks.
+  for (int32_t k = 0; k < resolved.num_stages; ++k) {
+    ir::DeviceSet set = ir::DeviceSet::whole(spec.mesh);
+    if (spec.pipeline.axis >= 0) {
+      int32_t coord = k % resolved.pipeline_ranks;
+      set.ranges[spec.pipeline.axis] = {coord, coord + 1};
+    }
+    stage_devices_.push_back(module_.intern_devices(set));
+  }
+  weight_blocks_done_.assign(resolved.num_stages, 0);
+}
+
+// --- layouts and types ---
+
+ir::Layout Lowering::input_layout(int32_t op, size_t i) const {
+  ir::Layout l;
+  for (const AxisSignature& axis : sbp.ops[op].axes) l.push_back(axis.inputs[i]);
+  return l;
+}
+
+ir::Layout Lowering::output_layout(int32_t op) const {
+  ir::Layout l;
+  for (const AxisSignature& axis : sbp.ops[op].axes) l.push_back(axis.output);
+  return l;
+}
+
+ir::Layout Lowering::dual_layout(const ir::Layout& layout) const {
+  ir::Layout d;
+  for (size_t a = 0; a < layout.size(); ++a)
+    d.push_back(static_cast<int>(a) == spec.pipeline.axis ? layout[a] : dual(layout[a]));
+  return d;
+}
+
+ir::Layout Lowering::param_layout(int32_t t) const { return sbp.layouts[t]; }
+
+ir::Layout Lowering::grad_layout(int32_t t) const {
+  if (spec.memory.size() > size_t(t) && spec.memory[t].grad) return spec.memory[t].grad->layout;
+  return dual_layout(param_layout(t));
+}
+
+ir::Layout Lowering::optimizer_layout(int32_t t) const {
+  if (spec.memory.size() > size_t(t) && spec.memory[t].optimizer) return spec.memory[t].optimizer->layout;
+  return param_layout(t);
+}
+
+ir::TensorType Lowering::local_type(int32_t tensor, const ir::Layout& layout, ir::DType dtype) const {
+  const Tensor& t = graph.tensors[tensor];
+  std::vector<int64_t> dims;
+  for (const Dim& d : t.dims) dims.push_back(d.size);
+  if (t.batch_axis >= 0) dims[t.batch_axis] /= resolved.micro_batches;
+  for (size_t a = 0; a < layout.size(); ++a)
+    if (layout[a].kind == ir::Sbp::Split) dims[layout[a].dim] /= spec.mesh.axes()[a].size;
+  return ir::TensorType(dtype, dims);
+}
+
+ir::DType Lowering::compute_dtype(int32_t tensor) const {
+  const Tensor& t = graph.tensors[tensor];
+  return ir::is_float(t.dtype) ? spec.train.precision : t.dtype;
+}
+
+int Lowering::vocab_split_axis(int32_t op) const {
+  for (size_t a = 0; a < sbp.ops[op].axes.size(); ++a) {
+    ir::Sbp table = sbp.ops[op].axes[a].inputs[0];
+    if (table.kind == ir::Sbp::Split && table.dim == 0) return static_cast<int>(a);
+  }
+  return -1;
+}
+
+ir::LocId Lowering::loc_of(SourceRange where) {
+  if (!where.valid()) return ir::kNoLoc;
+  LineCol lc = sources_.line_col(where.file, where.begin);
+  return module_.intern_loc({module_.intern(sources_.file(where.file).path), lc.line, lc.column});
+}
+
+// --- emitting ops ---
+
+std::vector<ir::ValueId> Lowering::append_multi(const Emit& at, ir::OpKind kind, std::span<const ir::ValueId> operands,
+                                                std::span<const ir::AttrValue> attrs,
+                                                std::span<const ir::Layout> layouts) {
+  std::vector<ir::LayoutId> layout_ids;
+  for (const ir::Layout& l : layouts) layout_ids.push_back(module_.intern_layout(l));
+  ir::OpSpec op;
+  op.kind = kind;
+  op.devices = stage_devices_[at.stage];
+  op.operands = operands;
+  op.attrs = attrs;
+  op.meta = {at.stream, at.phase, static_cast<int16_t>(at.stage), at.micro_batch, loc_of(at.where)};
+  op.result_layouts = layout_ids;
+  ir::Builder builder(module_, *function_);
+  ir::OpId id = builder.append(op);
+  const ir::Op& appended = function_->ops[id];
+  std::vector<ir::ValueId> results;
+  for (int i = 0; i < appended.result_count; ++i) results.push_back(function_->result(appended, i));
+  return results;
+}
+
+ir::ValueId Lowering::append(const Emit& at, ir::OpKind kind, std::initializer_list<ir::ValueId> operands,
+                             std::initializer_list<ir::AttrValue> attrs, const ir::Layout& layout) {
+  std::vector<ir::ValueId> ops(operands);
+  std::vector<ir::AttrValue> as(attrs);
+  return append_multi(at, kind, ops, as, std::span<const ir::Layout>(&layout, 1)).front();
+}
+
+ir::ValueId Lowering::box(const Emit& at, ir::ValueId value, const ir::Layout& from, const ir::Layout& to) {
+  if (from == to) return value;
+  bool cacheable = function_->values[value].def != ir::kNone;  // parameters are re-gathered at each use
+  std::pair<ir::ValueId, ir::LayoutId> key{value, module_.intern_layout(to)};
+  if (cacheable) {
+    if (auto it = boxed_.find(key); it != boxed_.end()) return it->second;
+  }
+  ir::Layout current = from;
+  ir::ValueId v = value;
+  for (const AxisTransfer& step : plan_boxing(from, to)) {
+    if (spec.mesh.axes()[step.axis].size == 1) continue;  // one device: B, S and P coincide
+    ir::Layout next = current;
+    ir::OpSpec op;
+    std::vector<ir::AttrValue> attrs;
+    switch (step.kind) {
+      case TransferKind::AllGather:
+        next[step.axis] = kBroadcast;
+        op.kind = ir::OpKind::AllGather;
+        attrs.push_back(ir::AttrValue::integer("dim", step.from_dim));
+        break;
+      case TransferKind::AllReduce:
+        next[step.axis] = kBroadcast;
+        op.kind = ir::OpKind::AllReduce;
+        break;
+      case TransferKind::ReduceScatter:
+        next[step.axis] = split(step.to_dim);
+        op.kind = ir::OpKind::ReduceScatter;
+        attrs.push_back(ir::AttrValue::integer("dim", step.to_dim));
+        break;
+      case TransferKind::AllToAll:
+        next[step.axis] = split(step.to_dim);
+        op.kind = ir::OpKind::AllToAll;
+        attrs.push_back(ir::AttrValue::integer("split_dim", step.to_dim));
+        attrs.push_back(ir::AttrValue::integer("concat_dim", step.from_dim));
+        break;
+      case TransferKind::LocalShard:
+        next[step.axis] = split(step.to_dim);
+        op.kind = ir::OpKind::Shard;
+        attrs.push_back(ir::AttrValue::integer("dim", step.to_dim));
+        attrs.push_back(ir::AttrValue::integer("parts", spec.mesh.axes()[step.axis].size));
+        attrs.push_back(ir::AttrValue::integer("axis", step.axis));
+        break;
+      case TransferKind::LocalUnshard:
+        next[step.axis] = kPartial;
+        op.kind = ir::OpKind::Unshard;
+        attrs.push_back(ir::AttrValue::integer("dim", step.from_dim));
+        attrs.push_back(ir::AttrValue::integer("parts", spec.mesh.axes()[step.axis].size));
+        attrs.push_back(ir::AttrValue::integer("axis", step.axis));
+        break;
+      case TransferKind::LocalPartialize:
+        next[step.axis] = kPartial;
+        op.kind = ir::OpKind::Partialize;
+        attrs.push_back(ir::AttrValue::integer("axis", step.axis));
+        break;
+    }
+    bool local = step.kind == TransferKind::LocalShard || step.kind == TransferKind::LocalUnshard ||
+                 step.kind == TransferKind::LocalPartialize;
+    ir::LayoutId layout = module_.intern_layout(next);
+    op.devices = stage_devices_[at.stage];
+    op.operands = std::span<const ir::ValueId>(&v, 1);
+    op.attrs = attrs;
+    op.group_axes = local ? 0 : static_cast<uint16_t>(1u << step.axis);
+    op.meta = {local ? ir::Stream::Compute : at.stream, at.phase, static_cast<int16_t>(at.stage), at.micro_batch,
+               loc_of(at.where)};
+    op.result_layouts = std::span<const ir::LayoutId>(&layout, 1);
+    ir::Builder builder(module_, *function_);
+    v = builder.append_value(op);
+    current = next;
+  }
+  if (cacheable) boxed_[key] = v;
+  return v;
+}
+
+void Lowering::add_grad(std::map<Key, ir::ValueId>& acc, Key key, ir::ValueId grad, const Emit& at) {
+  auto [it, inserted] = acc.emplace(key, grad);
+  if (inserted) return;
+  const ir::Value& value = function_->values[it->second];
+  ir::Layout layout = value.layout != ir::kNoLayout ? module_.layout(value.layout) : ir::Layout{};
+  it->second = append(at, ir::OpKind::Add, {it->second, grad}, {}, layout);
+}
+
+// --- arguments and values ---
+
+void Lowering::create_arguments() {
+  ir::Builder builder(module_, *function_);
+  param_args_.assign(graph.tensors.size(), ir::kNone);
+  adam_m_ = adam_v_ = param_grads_ = param_args_;
+  for (int32_t t = 0; t < static_cast<int32_t>(graph.tensors.size()); ++t) {
+    const Tensor& tensor = graph.tensors[t];
+    if (tensor.kind != TensorKind::Param || consumer_stages_[t].empty()) continue;
+    ir::DeviceSetId devices = stage_devices_[consumer_stages_[t].front()];
+    ir::Layout layout = param_layout(t);
+    param_args_[t] = builder.add_arg(tensor.name, ir::ArgKind::Param, local_type(t, layout, ir::DType::F32), devices,
+                                     module_.intern_layout(layout));
+    if (spec.train.training && spec.train.optimizer == Optimizer::Adam) {
+      ir::Layout state = optimizer_layout(t);
+      ir::TensorType type = local_type(t, state, ir::DType::F32);
+      adam_m_[t] =
+          builder.add_arg(tensor.name + ".adam_m", ir::ArgKind::State, type, devices, module_.intern_layout(state));
+      adam_v_[t] =
+          builder.add_arg(tensor.name + ".adam_v", ir::ArgKind::State, type, devices, module_.intern_layout(state));
+    }
+  }
+}
+
+ir::ValueId Lowering::input_value(int32_t t, int32_t mb, int32_t stage, bool recompute) {
+  const Tensor& tensor = graph.tensors[t];
+  if (tensor.kind == TensorKind::Param) return param_args_[t];
+  if (tensor.kind == TensorKind::Input || tensor.kind == TensorKind::Label) {
+    auto key = std::make_tuple(t, mb, stage);
+    if (auto it = data_args_.find(key); it != data_args_.end()) return it->second;
+    ir::Builder builder(module_, *function_);
+    std::string name = resolved.micro_batches > 1 ? fmt::format("{}.mb{}", tensor.name, mb) : tensor.name;
+    ir::ValueId arg = builder.add_arg(name, ir::ArgKind::Input, local_type(t, sbp.layouts[t], compute_dtype(t)),
+                                      stage_devices_[stage], module_.intern_layout(sbp.layouts[t]));
+    data_args_[key] = arg;
+    return arg;
+  }
+  int32_t producer_stage = resolved.stage_of_op[tensor.producer];
+  if (producer_stage == stage) {
+    if (recompute) {
+      if (auto it = recomputed_.find({t, mb}); it != recomputed_.end()) return it->second;
+    }
+    return forward_.at({t, mb});
+  }
+  auto key = std::make_tuple(t, mb, stage);
+  if (auto it = received_on_.find(key); it != received_on_.end()) return it->second;
+  ir::TypeId type = module_.intern_type(local_type(t, sbp.layouts[t], compute_dtype(t)));
+  ir::LayoutId layout = module_.intern_layout(sbp.layouts[t]);
+  ir::OpSpec op;
+  op.kind = ir::OpKind::Recv;
+  op.devices = stage_devices_[stage];
+  op.peer = stage_devices_[producer_stage];
+  op.channel = channels_.at(key);
+  op.meta = {ir::Stream::Feature, ir::Phase::Forward, static_cast<int16_t>(stage), mb, loc_of(tensor.where)};
+  op.result_types = std::span<const ir::TypeId>(&type, 1);
+  op.result_layouts = std::span<const ir::LayoutId>(&layout, 1);
+  ir::Builder builder(module_, *function_);
+  ir::ValueId v = builder.append_value(op);
+  received_on_[key] = v;
+  return v;
+}
+
+ir::ValueId Lowering::op_input(const Emit& at, int32_t op, size_t i, bool recompute) {
+  int32_t t = graph.ops[op].inputs[i].tensor;
+  ir::ValueId v = input_value(t, at.micro_batch, at.stage, recompute);
+  bool param = graph.tensors[t].kind == TensorKind::Param;
+  Emit boxing = at;
+  boxing.stream = ir::Stream::Feature;
+  v = box(boxing, v, param ? param_layout(t) : sbp.layouts[t], input_layout(op, i));
+  if (param && spec.train.precision != ir::DType::F32) {
+    v = append(at, ir::OpKind::Cast, {v}, {ir::AttrValue::string("dtype", ir::dtype_name(spec.train.precision))},
+               input_layout(op, i));
+  }
+  return v;
+}
+
+// --- blocks ---
+
+void Lowering::emit_forward_block(int32_t stage, int32_t mb, bool recompute) {
+  for (int32_t op : stage_ops_[stage]) {
+    if (recompute && !resolved.recompute(graph, op)) continue;
+    const LogicalOp& lop = graph.ops[op];
+    Emit at{stage, mb, recompute ? ir::Phase::Recompute : ir::Phase::Forward, ir::Stream::Compute, lop.where};
+    std::vector<ir::ValueId> inputs;
+    for (size_t i = 0; i < lop.inputs.size(); ++i) {
+      inputs.push_back(op_input(at, op, i, recompute));
+      saved_inputs_[{op, mb, i}] = inputs.back();
+    }
+    ir::ValueId out = emit_forward_op(at, op, inputs);
+    (recompute ? recomputed_ : forward_)[{lop.output, mb}] = out;
+    saved_outputs_[{op, mb}] = out;
+    if (recompute) continue;
+    if (lop.output == graph.loss) loss_values_.push_back(out);
+    for (int32_t to : consumer_stages_[lop.output]) {
+      if (to == stage) continue;
+      uint32_t channel = next_channel_++;
+      channels_[{lop.output, mb, to}] = channel;
+      ir::OpSpec send;
+      send.kind = ir::OpKind::Send;
+      send.devices = stage_devices_[stage];
+      send.peer = stage_devices_[to];
+      send.channel = channel;
+      send.operands = std::span<const ir::ValueId>(&out, 1);
+      send.meta = {ir::Stream::Feature, ir::Phase::Forward, static_cast<int16_t>(stage), mb, loc_of(lop.where)};
+      ir::Builder(module_, *function_).append(send);
+    }
+  }
+}
+
+void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, bool weight_grads) {
+  if (input_grads) {
+    bool any_recompute = std::any_of(stage_ops_[stage].begin(), stage_ops_[stage].end(),
+                                     [&](int32_t op) { return resolved.recompute(graph, op); });
+    if (any_recompute) emit_forward_block(stage, mb, true);
+    // Gradients of this stage's outputs that later stages read.
+    for (int32_t op : stage_ops_[stage]) {
+      int32_t t = graph.ops[op].output;
+      for (int32_t from : consumer_stages_[t]) {
+        auto channel = grad_channels_.find({t, mb, from});
+        if (from == stage || channel == grad_channels_.end()) continue;
+        ir::Layout layout = dual_layout(sbp.layouts[t]);
+        ir::TypeId type = module_.intern_type(local_type(t, layout, compute_dtype(t)));
+        ir::LayoutId layout_id = module_.intern_layout(layout);
+        ir::OpSpec recv;
+        recv.kind = ir::OpKind::Recv;
+        recv.devices = stage_devices_[stage];
+        recv.peer = stage_devices_[from];
+        recv.channel = channel->second;
+        recv.meta = {ir::Stream::Feature, ir::Phase::InputGrad, static_cast<int16_t>(stage), mb,
+                     loc_of(graph.tensors[t].where)};
+        recv.result_types = std::span<const ir::TypeId>(&type, 1);
+        recv.result_layouts = std::span<const ir::LayoutId>(&layout_id, 1);
+        ir::ValueId g = ir::Builder(module_, *function_).append_value(recv);
+        add_grad(grads_, {t, mb}, g, {stage, mb, ir::Phase::InputGrad, ir::Stream::Compute, {}});
+      }
+    }
+    if (graph.loss >= 0 && resolved.stage_of_op[graph.tensors[graph.loss].producer] == stage) {
+      ir::Layout layout = dual_layout(sbp.layouts[graph.loss]);
+      Emit at{stage, mb, ir::Phase::InputGrad, ir::Stream::Compute, graph.tensors[graph.loss].where};
+      grads_[{graph.loss, mb}] = append(
+          at, ir::OpKind::Fill, {},
+          {ir::AttrValue::ints("shape", {}), ir::AttrValue::string("dtype", "f32"), ir::AttrValue::real("value", 1.0)},
+          layout);
+    }
+  }
+
+  const auto& ops = stage_ops_[stage];
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    int32_t op = *it;
+    const LogicalOp& lop = graph.ops[op];
+    ir::ValueId grad_output;
+    if (input_grads) {
+      Emit back{stage, mb, ir::Phase::InputGrad, ir::Stream::Feature, lop.where};
+      ir::ValueId pending = flush_grads(lop.output, mb, dual_layout(sbp.layouts[lop.output]), std::nullopt, back);
+      if (pending != ir::kNone) add_grad(grads_, {lop.output, mb}, pending, back);
+      auto g = grads_.find({lop.output, mb});
+      if (g == grads_.end()) continue;
+      grad_output = grad_outputs_[{op, mb}] = g->second;
+    } else {
+      auto g = grad_outputs_.find({op, mb});
+      if (g == grad_outputs_.end()) continue;
+      grad_output = g->second;
+    }
+    Emit at{stage, mb, input_grads ? ir::Phase::InputGrad : ir::Phase::WeightGrad, ir::Stream::Compute, lop.where};
+    std::vector<ir::ValueId> inputs(lop.inputs.size(), ir::kNone);
+    auto input = [&](size_t i) {
+      if (inputs[i] != ir::kNone) return inputs[i];
+      int32_t t = lop.inputs[i].tensor;
+      bool regather = graph.tensors[t].kind == TensorKind::Param && param_layout(t) != input_layout(op, i);
+      return inputs[i] = regather ? op_input(at, op, i, false) : saved_inputs_.at({op, mb, i});
+    };
+    std::vector<GradContribution> grads =
+        emit_backward_op(at, op, input, saved_outputs_.at({op, mb}), grad_output, input_grads, weight_grads);
+    for (const GradContribution& c : grads) {
+      int32_t t = lop.inputs[c.input].tensor;
+      ir::Layout read = dual_layout(input_layout(op, c.input));
+      auto [slot, inserted] = pending_grads_.emplace(std::make_tuple(t, mb, module_.intern_layout(read)), c.grad);
+      if (!inserted) slot->second = append(at, ir::OpKind::Add, {slot->second, c.grad}, {}, read);
+    }
+  }
+
+  if (input_grads) {
+    // Send the gradients of tensors that earlier stages produced back to them.
+    std::vector<int32_t> remote;
+    for (const auto& [key, g] : pending_grads_) {
+      auto [t, grad_mb, layout] = key;
+      const Tensor& tensor = graph.tensors[t];
+      if (grad_mb == mb && tensor.kind == TensorKind::Activation && resolved.stage_of_op[tensor.producer] != stage &&
+          (remote.empty() || remote.back() != t))
+        remote.push_back(t);
+    }
+    for (int32_t t : remote) {
+      Emit back{stage, mb, ir::Phase::InputGrad, ir::Stream::Feature, graph.tensors[t].where};
+      ir::ValueId g = flush_grads(t, mb, dual_layout(sbp.layouts[t]), std::nullopt, back);
+      int32_t to = resolved.stage_of_op[graph.tensors[t].producer];
+      uint32_t channel = next_channel_++;
+      grad_channels_[{t, mb, stage}] = channel;
+      ir::OpSpec send;
+      send.kind = ir::OpKind::Send;
+      send.devices = stage_devices_[stage];
+      send.peer = stage_devices_[to];
+      send.channel = channel;
+      send.operands = std::span<const ir::ValueId>(&g, 1);
+      send.meta = {ir::Stream::Feature, ir::Phase::InputGrad, static_cast<int16_t>(stage), mb,
+                   loc_of(graph.tensors[t].where)};
+      ir::Builder(module_, *function_).append(send);
+    }
+  }
+  if (weight_grads) flush_param_grads(stage, mb);
+  if (weight_grads && ++weight_blocks_done_[stage] == resolved.micro_batches) emit_gradient_sync(stage);
+}
+
+ir::ValueId Lowering::flush_grads(int32_t tensor, int32_t mb, const ir::Layout& target, std::optional<ir::DType> dtype,
+                                  const Emit& at) {
+  ir::ValueId total = ir::kNone;
+  auto it = pending_grads_.lower_bound({tensor, mb, 0});
+  while (it != pending_grads_.end() && std::get<0>(it->first) == tensor && std::get<1>(it->first) == mb) {
+    const ir::Layout& read = module_.layout(std::get<2>(it->first));
+    ir::ValueId g = it->second;
+    Emit local = at;
+    local.stream = ir::Stream::Compute;
+    if (dtype && type_of(g).dtype != *dtype)
+      g = append(local, ir::OpKind::Cast, {g}, {ir::AttrValue::string("dtype", ir::dtype_name(*dtype))}, read);
+    g = box(at, g, read, target);
+    total = total == ir::kNone ? g : append(local, ir::OpKind::Add, {total, g}, {}, target);
+    it = pending_grads_.erase(it);
+  }
+  return total;
+}
+
+void Lowering::flush_param_grads(int32_t stage, int32_t mb) {
+  for (int32_t t = 0; t < static_cast<int32_t>(graph.tensors.size()); ++t) {
+    if (graph.tensors[t].kind != TensorKind::Param || consumer_stages_[t].empty() ||
+        consumer_stages_[t].front() != stage)
+      continue;
+    Emit sync{stage, mb, ir::Phase::WeightGrad, ir::Stream::Grad, graph.tensors[t].where};
+    ir::ValueId g = flush_grads(t, mb, grad_layout(t), ir::DType::F32, sync);
+    if (g == ir::kNone) continue;
+    if (param_grads_[t] == ir::kNone) {
+      param_grads_[t] = g;
+    } else {
+      sync.stream = ir::Stream::Compute;
+      param_grads_[t] = append(sync, ir::OpKind::Accumulate, {param_grads_[t], g}, {}, grad_layout(t));
+    }
+  }
+}
+
+void Lowering::emit_gradient_sync(int32_t stage) {
+  for (int32_t t = 0; t < static_cast<int32_t>(graph.tensors.size()); ++t) {
+    if (param_grads_[t] == ir::kNone || consumer_stages_[t].front() != stage) continue;
+    Emit at{stage, -1, ir::Phase::WeightGrad, ir::Stream::Grad, graph.tensors[t].where};
+    param_grads_[t] = box(at, param_grads_[t], grad_layout(t), optimizer_layout(t));
+  }
+}
+
+void Lowering::emit_optimizer(int32_t stage) {
+  std::vector<ir::ValueId> returns;
+  for (int32_t t = 0; t < static_cast<int32_t>(graph.tensors.size()); ++t) {
+    if (param_grads_[t] == ir::kNone || consumer_stages_[t].front() != stage) continue;
+    Emit at{stage, -1, ir::Phase::Optimizer, ir::Stream::Compute, graph.tensors[t].where};
+    ir::Layout state = optimizer_layout(t);
+    ir::ValueId w = box(at, param_args_[t], param_layout(t), state);
+    double lr = spec.train.learning_rate;
+    ir::ValueId updated;
+    if (spec.train.optimizer == Optimizer::Adam) {
+      std::vector<ir::ValueId> operands{w, param_grads_[t], adam_m_[t], adam_v_[t]};
+      std::vector<ir::AttrValue> attrs{ir::AttrValue::real("lr", lr)};
+      std::vector<ir::Layout> layouts{state, state, state};
+      std::vector<ir::ValueId> out = append_multi(at, ir::OpKind::Adam, operands, attrs, layouts);
+      updated = out[0];
+      returns.push_back(out[1]);
+      returns.push_back(out[2]);
+    } else {
+      updated = append(at, ir::OpKind::Sgd, {w, param_grads_[t]}, {ir::AttrValue::real("lr", lr)}, state);
+    }
+    Emit gather = at;
+    gather.stream = ir::Stream::Grad;
+    returns.push_back(box(gather, updated, state, param_layout(t)));
+  }
+  function_->returns.insert(function_->returns.end(), returns.begin(), returns.end());
+}
+
+ir::Module Lowering::run() {
+  function_ = &module_.add_function(spec.train.training ? "train_step" : "forward");
+  create_arguments();
+  // The op order follows the schedule run step by step, so each device's
+  // order is its row of the table and every send precedes its recv.
+  schedule::ScheduleRun run = schedule::run_unit_time(resolved.table);
+  std::vector<std::pair<int32_t, std::pair<int32_t, int32_t>>> order;  // (step, (rank, index))
+  for (size_t r = 0; r < resolved.table.ranks.size(); ++r)
+    for (size_t i = 0; i < run.steps[r].size(); ++i)
+      order.push_back({run.steps[r][i], {static_cast<int32_t>(r), static_cast<int32_t>(i)}});
+  std::sort(order.begin(), order.end());
+  for (const auto& [step, where] : order) {
+    const schedule::Action& a = resolved.table.ranks[where.first][where.second];
+    switch (a.kind) {
+      case schedule::ActionKind::Forward: emit_forward_block(a.stage, a.micro_batch, false); break;
+      case schedule::ActionKind::Backward: emit_backward_block(a.stage, a.micro_batch, true, true); break;
+      case schedule::ActionKind::InputGrad: emit_backward_block(a.stage, a.micro_batch, true, false); break;
+      case schedule::ActionKind::WeightGrad: emit_backward_block(a.stage, a.micro_batch, false, true); break;
+    }
+  }
+  place_sends_at_their_recvs(*function_);
+  function_->returns = loss_values_;
+  if (spec.train.training) {
+    for (int32_t s = 0; s < resolved.num_stages; ++s) emit_optimizer(s);
+  }
+  return std::move(module_);
+}
+
+ir::Module lower_to_ir(const LogicalGraph& graph, const StrategySpec& spec, const SbpAssignment& sbp,
+                       const ResolvedStrategy& resolved, const SourceManager& sources) {
+  return Lowering(graph, spec, sbp, resolved, sources).run();
+}
+
+}  // namespace dstc::compiler

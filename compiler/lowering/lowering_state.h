@@ -1,0 +1,128 @@
+// The state of one lowering (lowering.cpp orchestrates; autodiff.cpp holds
+// the per-op forward and backward rules). Internal to compiler/lowering.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "compiler/lowering/lowering.h"
+#include "compiler/sbp/boxing_plan.h"
+#include "ir/registry.h"
+
+namespace dstc::compiler {
+
+// Where a lowered op goes and what it is part of.
+struct Emit {
+  int32_t stage = 0;
+  int32_t micro_batch = -1;
+  ir::Phase phase = ir::Phase::Forward;
+  ir::Stream stream = ir::Stream::Compute;
+  SourceRange where;
+};
+
+// A gradient of one op input, in the dual of the layout the op read it in.
+struct GradContribution {
+  int input = 0;
+  ir::ValueId grad = 0;
+};
+
+class Lowering {
+ public:
+  Lowering(const LogicalGraph& graph, const StrategySpec& spec, const SbpAssignment& sbp,
+           const ResolvedStrategy& resolved, const SourceManager& sources);
+  ir::Module run();
+
+  // --- used by the per-op rules (autodiff.cpp) ---
+  const LogicalGraph& graph;
+  const StrategySpec& spec;
+  const SbpAssignment& sbp;
+  const ResolvedStrategy& resolved;
+
+  // The layout op `op` reads input i in, and writes its output in.
+  ir::Layout input_layout(int32_t op, size_t i) const;
+  ir::Layout output_layout(int32_t op) const;
+  ir::Layout dual_layout(const ir::Layout& layout) const;
+  ir::TensorType local_type(int32_t tensor, const ir::Layout& layout, ir::DType dtype) const;
+  ir::DType compute_dtype(int32_t tensor) const;
+
+  ir::ValueId append(const Emit& at, ir::OpKind kind, std::initializer_list<ir::ValueId> operands,
+                     std::initializer_list<ir::AttrValue> attrs, const ir::Layout& layout);
+  // Several results (layernorm_weight_grad, attention_grad, dropout, adam).
+  std::vector<ir::ValueId> append_multi(const Emit& at, ir::OpKind kind, std::span<const ir::ValueId> operands,
+                                        std::span<const ir::AttrValue> attrs, std::span<const ir::Layout> layouts);
+  // `value` (laid out `from`) in layout `to`, through the boxing plan.
+  ir::ValueId box(const Emit& at, ir::ValueId value, const ir::Layout& from, const ir::Layout& to);
+  const ir::TensorType& type_of(ir::ValueId v) const { return module_.value_type(*function_, v); }
+  // The mesh axis that splits an embedding's vocabulary, or -1.
+  int vocab_split_axis(int32_t op) const;
+  bool needs_grad(int32_t tensor) const { return requires_grad_[tensor]; }
+  // Where dropout masks of (op, micro-batch) are kept for the backward.
+  std::map<std::pair<int32_t, int32_t>, ir::ValueId>& dropout_masks() { return dropout_masks_; }
+
+  // Forward of one op: its output value (inputs already in their layouts).
+  ir::ValueId emit_forward_op(const Emit& at, int32_t op, const std::vector<ir::ValueId>& inputs);
+  // Backward of one op: gradients of its inputs (input grads when
+  // `input_grads`, parameter grads when `weight_grads`).
+  // `input(i)` gives input i as the op read it; parameters are gathered
+  // again only when a gradient rule reads them.
+  std::vector<GradContribution> emit_backward_op(const Emit& at, int32_t op,
+                                                 const std::function<ir::ValueId(size_t)>& input, ir::ValueId output,
+                                                 ir::ValueId grad_output, bool input_grads, bool weight_grads);
+
+ private:
+  using Key = std::pair<int32_t, int32_t>;  // (tensor, micro-batch)
+
+  void emit_forward_block(int32_t stage, int32_t mb, bool recompute);
+  void emit_backward_block(int32_t stage, int32_t mb, bool input_grads, bool weight_grads);
+  void emit_gradient_sync(int32_t stage);
+  void emit_optimizer(int32_t stage);
+  ir::ValueId input_value(int32_t tensor, int32_t mb, int32_t stage, bool recompute);
+  ir::ValueId op_input(const Emit& at, int32_t op, size_t i, bool recompute);
+  void add_grad(std::map<Key, ir::ValueId>& acc, Key key, ir::ValueId grad, const Emit& at);
+  // The sum of a tensor's pending contributions boxed to `target` (cast to
+  // `dtype` first), or kNone when it has none.
+  ir::ValueId flush_grads(int32_t tensor, int32_t mb, const ir::Layout& target, std::optional<ir::DType> dtype,
+                          const Emit& at);
+  void flush_param_grads(int32_t stage, int32_t mb);
+  void create_arguments();
+  ir::LocId loc_of(SourceRange where);
+
+  const SourceManager& sources_;
+  ir::Module module_;
+  ir::Function* function_ = nullptr;
+  std::vector<ir::DeviceSetId> stage_devices_;
+  std::vector<std::vector<int32_t>> stage_ops_;
+  std::vector<std::vector<int32_t>> consumer_stages_;  // per tensor: stages reading it
+  std::vector<bool> requires_grad_;                    // per tensor
+
+  std::map<Key, ir::ValueId> forward_, recomputed_;                           // (tensor, mb) on its stage
+  std::map<std::tuple<int32_t, int32_t, int32_t>, ir::ValueId> received_on_;  // (tensor, mb, consumer stage)
+  std::map<std::tuple<int32_t, int32_t, int32_t>, uint32_t> channels_;        // forward sends: (tensor, mb, to stage)
+  std::map<std::tuple<int32_t, int32_t, int32_t>, uint32_t> grad_channels_;  // gradient sends: (tensor, mb, from stage)
+  std::map<std::tuple<int32_t, int32_t, size_t>, ir::ValueId> saved_inputs_;  // (op, mb, input) as the op read it
+  std::map<Key, ir::ValueId> saved_outputs_;                                  // (op, mb)
+  std::map<Key, ir::ValueId> dropout_masks_;                                  // (op, mb)
+  std::map<Key, ir::ValueId> grad_outputs_;                                   // (op, mb): gradient of its output
+  std::map<Key, ir::ValueId> grads_;                                          // (tensor, mb) on its producer stage
+  // Gradient contributions not yet boxed back: (tensor, mb, layout it was
+  // read in) -> their sum. Consumers that read a tensor in the same layout
+  // share one boxing, so their gradients share one reverse boxing too.
+  std::map<std::tuple<int32_t, int32_t, ir::LayoutId>, ir::ValueId> pending_grads_;
+  std::map<std::pair<ir::ValueId, ir::LayoutId>, ir::ValueId> boxed_;
+  std::map<std::tuple<int32_t, int32_t, int32_t>, ir::ValueId> data_args_;  // (tensor, mb, stage)
+  std::vector<ir::ValueId> param_args_, adam_m_, adam_v_;                   // per tensor
+  std::vector<ir::ValueId> param_grads_;                                    // per tensor: accumulated, gradient layout
+  std::vector<int32_t> weight_blocks_done_;                                 // per stage
+  std::vector<ir::ValueId> loss_values_;
+  uint32_t next_channel_ = 1;
+
+ public:
+  // Layouts of a parameter's value, accumulated gradient and optimizer state.
+  ir::Layout param_layout(int32_t t) const;
+  ir::Layout grad_layout(int32_t t) const;
+  ir::Layout optimizer_layout(int32_t t) const;
+};
+
+}  // namespace dstc::compiler

@@ -1,0 +1,78 @@
+#include "compiler/sbp/boxing_plan.h"
+
+namespace dstc::compiler {
+
+std::string_view transfer_name(TransferKind kind) {
+  switch (kind) {
+    case TransferKind::AllGather: return "all_gather";
+    case TransferKind::AllReduce: return "all_reduce";
+    case TransferKind::ReduceScatter: return "reduce_scatter";
+    case TransferKind::AllToAll: return "all_to_all";
+    case TransferKind::LocalShard: return "shard";
+    case TransferKind::LocalUnshard: return "unshard";
+    case TransferKind::LocalPartialize: return "partialize";
+  }
+  return "?";
+}
+
+std::vector<AxisTransfer> plan_boxing(const ir::Layout& from, const ir::Layout& to) {
+  std::vector<AxisTransfer> removals, keeps, additions;
+  for (int a = 0; a < static_cast<int>(from.size()); ++a) {
+    const ir::Sbp f = from[a], t = to[a];
+    if (f == t) continue;
+    bool f_split = f.kind == ir::Sbp::Split, t_split = t.kind == ir::Sbp::Split;
+    bool f_partial = f.kind == ir::Sbp::PartialSum || f.kind == ir::Sbp::PartialMax;
+    bool t_partial = t.kind == ir::Sbp::PartialSum || t.kind == ir::Sbp::PartialMax;
+    if (f_split && t_split) {
+      removals.push_back({TransferKind::AllToAll, a, f.dim, t.dim});
+    } else if (f_split) {
+      removals.push_back({t_partial ? TransferKind::LocalUnshard : TransferKind::AllGather, a, f.dim, -1});
+    } else if (f_partial && t_split) {
+      additions.push_back({TransferKind::ReduceScatter, a, -1, t.dim});
+    } else if (f_partial) {
+      keeps.push_back({TransferKind::AllReduce, a, -1, -1});
+    } else if (t_split) {
+      additions.push_back({TransferKind::LocalShard, a, -1, t.dim});
+    } else if (t_partial) {
+      keeps.push_back({TransferKind::LocalPartialize, a, -1, -1});
+    }
+  }
+  std::vector<AxisTransfer> plan = std::move(removals);
+  plan.insert(plan.end(), keeps.begin(), keeps.end());
+  plan.insert(plan.end(), additions.rbegin(), additions.rend());
+  return plan;
+}
+
+double local_bytes(const ir::Layout& layout, double logical_bytes, const ir::Mesh& mesh) {
+  double bytes = logical_bytes;
+  for (int a = 0; a < static_cast<int>(layout.size()); ++a)
+    if (layout[a].kind == ir::Sbp::Split) bytes /= mesh.axes()[a].size;
+  return bytes;
+}
+
+double boxing_bytes(const std::vector<AxisTransfer>& plan, const ir::Layout& from, double logical_bytes,
+                    const ir::Mesh& mesh) {
+  double local = local_bytes(from, logical_bytes, mesh);
+  double sent = 0;
+  for (const AxisTransfer& t : plan) {
+    double p = mesh.axes()[t.axis].size;
+    switch (t.kind) {
+      case TransferKind::AllGather:
+        sent += (p - 1) * local;
+        local *= p;
+        break;
+      case TransferKind::AllReduce: sent += 2 * (p - 1) / p * local; break;
+      case TransferKind::ReduceScatter:
+        sent += (p - 1) / p * local;
+        local /= p;
+        break;
+      case TransferKind::AllToAll: sent += (p - 1) / p * local; break;
+      case TransferKind::LocalShard: local /= p; break;
+      case TransferKind::LocalUnshard: local *= p; break;
+      case TransferKind::LocalPartialize: break;
+    }
+  }
+  return sent;
+}
+
+}  // namespace dstc::compiler

@@ -1,0 +1,203 @@
+#include "compiler/sbp/sbp_propagation.h"
+
+#include <fmt/format.h>
+
+#include "compiler/compiler_diagnostics.h"
+#include "compiler/sbp/boxing_plan.h"
+
+namespace dstc::compiler {
+namespace {
+
+double logical_bytes(const Tensor& t, int32_t micro_batches) {
+  double n = static_cast<double>(t.numel()) * ir::dtype_bytes(t.dtype);
+  return t.batch_axis >= 0 ? n / micro_batches : n;
+}
+
+struct Propagator {
+  const LogicalGraph& graph;
+  const StrategySpec& spec;
+  const PropagationOptions& options;
+  DiagnosticEngine& diags;
+  SbpAssignment result;
+  std::vector<bool> layout_known;  // inputs and params: fixed once chosen
+  int axes = 0;
+
+  Propagator(const LogicalGraph& g, const StrategySpec& s, const PropagationOptions& o, DiagnosticEngine& d)
+      : graph(g), spec(s), options(o), diags(d) {
+    axes = s.mesh.axis_count();
+    result.ops.resize(g.ops.size());
+    result.layouts.assign(g.tensors.size(), ir::Layout(axes, kBroadcast));
+    layout_known.assign(g.tensors.size(), false);
+    for (size_t t = 0; t < g.tensors.size(); ++t) {
+      const Tensor& tensor = g.tensors[t];
+      if (tensor.kind == TensorKind::Param && t < s.memory.size() && s.memory[t].value) {
+        result.layouts[t] = s.memory[t].value->layout;
+        layout_known[t] = true;
+      }
+    }
+  }
+
+  // Size of tensor axis `dim` on one device once `layout` (axes < upto) splits it.
+  int64_t local_size(const Tensor& t, const ir::Layout& layout, int dim, int upto) const {
+    int64_t size = t.dims[dim].size;
+    if (dim == t.batch_axis) size /= options.micro_batches;
+    for (int a = 0; a < upto; ++a)
+      if (layout[a].kind == ir::Sbp::Split && layout[a].dim == dim) size /= spec.mesh.axes()[a].size;
+    return size;
+  }
+
+  bool divides(const Tensor& t, const ir::Layout& layout, int axis, ir::Sbp s) const {
+    if (s.kind != ir::Sbp::Split) return true;
+    if (s.dim >= t.dims.size()) return false;
+    return local_size(t, layout, s.dim, axis) % spec.mesh.axes()[axis].size == 0;
+  }
+
+  // The op's signature on `axis` divides all its tensors given axes < axis.
+  bool signature_divides(const LogicalOp& op, const std::vector<ir::Layout>& in_layouts, const ir::Layout& out_layout,
+                         int axis, const AxisSignature& sig) const {
+    for (size_t i = 0; i < op.inputs.size(); ++i)
+      if (!divides(graph.tensors[op.inputs[i].tensor], in_layouts[i], axis, sig.inputs[i])) return false;
+    return divides(graph.tensors[op.output], out_layout, axis, sig.output);
+  }
+
+  // Communication this signature costs on `axis`: boxing the inputs from
+  // where they are, plus the all-reduce a partial output will need.
+  double cost(const LogicalOp& op, int axis, const AxisSignature& sig) const {
+    double bytes = 0;
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      int32_t t = op.inputs[i].tensor;
+      if (!layout_known[t] && graph.tensors[t].producer < 0) continue;  // free to store as needed
+      ir::Layout from = result.layouts[t];
+      ir::Layout to = from;
+      to[axis] = sig.inputs[i];
+      bytes +=
+          boxing_bytes(plan_boxing(from, to), from, logical_bytes(graph.tensors[t], options.micro_batches), spec.mesh);
+    }
+    if (sig.output.kind == ir::Sbp::PartialSum) {
+      ir::Layout out = result.layouts[op.output];
+      out[axis] = kPartial;
+      ir::Layout reduced = out;
+      reduced[axis] = kBroadcast;
+      bytes += boxing_bytes(plan_boxing(out, reduced), out,
+                            logical_bytes(graph.tensors[op.output], options.micro_batches), spec.mesh);
+    }
+    return bytes;
+  }
+
+  // Propagation may keep a split or partial an input brings, or replicate.
+  bool inherited(const LogicalOp& op, int axis, const AxisSignature& sig) const {
+    if (sig.compute.kind == AxisCompute::Broadcast) return true;
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      int32_t t = op.inputs[i].tensor;
+      if (graph.tensors[t].producer < 0) continue;
+      ir::Sbp have = result.layouts[t][axis];
+      if (sig.compute.kind == AxisCompute::Partial && have.kind == ir::Sbp::PartialSum) return true;
+      if (sig.compute.kind == AxisCompute::Split && have.kind == ir::Sbp::Split &&
+          op.inputs[i].dims[have.dim] == sig.compute.dim)
+        return true;
+    }
+    return false;
+  }
+
+  const ComputeConfig* user_config(const LogicalOp& op) const {
+    if (op.node >= 0 && op.node < static_cast<int32_t>(spec.compute.size()) && spec.compute[op.node])
+      return &*spec.compute[op.node];
+    return nullptr;
+  }
+
+  void choose(int32_t op_id) {
+    const LogicalOp& op = graph.ops[op_id];
+    OpSbp& chosen = result.ops[op_id];
+    std::vector<ir::Layout> in_layouts;
+    for (const Operand& in : op.inputs) in_layouts.push_back(result.layouts[in.tensor]);
+    ir::Layout out_layout(axes, kBroadcast);
+    std::vector<AxisSignature> candidates = candidate_signatures(graph, op);
+
+    for (int a = 0; a < axes; ++a) {
+      std::optional<AxisSignature> sig;
+      ConfigReason reason = ConfigReason::Propagated;
+      if (a == options.pipeline_axis) {
+        std::string unused;
+        sig = signature_for(graph, op, {AxisCompute::Broadcast, {}}, unused);
+        reason = ConfigReason::Pipeline;
+      }
+      const ComputeConfig* user = user_config(op);
+      for (auto [config, why] :
+           {std::pair{user, ConfigReason::User},
+            std::pair{spec.default_compute ? &*spec.default_compute : nullptr, ConfigReason::Default}}) {
+        if (sig || !config || a >= static_cast<int>(config->axes.size()) || !config->axes[a]) continue;
+        std::string why_not;
+        auto s = signature_for(graph, op, *config->axes[a], why_not);
+        if (!s) {
+          bool missing_dim = why_not.find(" has no ") != std::string::npos;
+          if (why == ConfigReason::User && !missing_dim) {
+            diags
+                .error(diag::compute_config_invalid, config->where,
+                       fmt::format("{} on mesh axis '{}' cannot apply: {}", to_string(*config->axes[a]),
+                                   spec.mesh.axes()[a].name, why_not))
+                .note(op.where, fmt::format("the {} op is here", op_type_name(op.type)));
+          }
+          continue;
+        }
+        if (!signature_divides(op, in_layouts, out_layout, a, *s)) {
+          if (why == ConfigReason::User) {
+            diags
+                .error(diag::split_not_divisible, config->where,
+                       fmt::format("{} on mesh axis '{}' ({} devices) does not divide the {} op's tensors evenly",
+                                   to_string(*config->axes[a]), spec.mesh.axes()[a].name, spec.mesh.axes()[a].size,
+                                   op_type_name(op.type)))
+                .note(op.where, "the op is here");
+          }
+          continue;
+        }
+        sig = s;
+        reason = why;
+      }
+      if (!sig) {
+        double best = 0;
+        for (const AxisSignature& c : candidates) {
+          if (!inherited(op, a, c) || !signature_divides(op, in_layouts, out_layout, a, c)) continue;
+          double k = cost(op, a, c);
+          if (!sig || k < best) {
+            sig = c;
+            best = k;
+          }
+        }
+      }
+      for (size_t i = 0; i < op.inputs.size(); ++i) in_layouts[i][a] = sig->inputs[i];
+      out_layout[a] = sig->output;
+      chosen.axes.push_back(*sig);
+      chosen.reasons.push_back(reason);
+    }
+    // Inputs and parameters are stored as their first consumer reads them.
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      int32_t t = op.inputs[i].tensor;
+      if (graph.tensors[t].producer < 0 && !layout_known[t]) {
+        result.layouts[t] = in_layouts[i];
+        layout_known[t] = true;
+      }
+    }
+    result.layouts[op.output] = out_layout;
+  }
+};
+
+}  // namespace
+
+std::string_view reason_name(ConfigReason r) {
+  switch (r) {
+    case ConfigReason::User: return "user";
+    case ConfigReason::Default: return "default";
+    case ConfigReason::Propagated: return "propagated";
+    case ConfigReason::Pipeline: return "pipeline";
+  }
+  return "?";
+}
+
+SbpAssignment assign_sbp(const LogicalGraph& graph, const StrategySpec& spec, const PropagationOptions& options,
+                         DiagnosticEngine& diags) {
+  Propagator p(graph, spec, options, diags);
+  for (int32_t op = 0; op < static_cast<int32_t>(graph.ops.size()); ++op) p.choose(op);
+  return std::move(p.result);
+}
+
+}  // namespace dstc::compiler

@@ -1,0 +1,95 @@
+// A strategy as the compiler's middle end takes it: the device mesh, the
+// training config, and the user's configs attached to nodes of the strategy
+// tree (LogicalGraph::nodes) and to tensors. What the user left out is
+// filled in by propagation (strategy_tree.h, sbp_propagation.h).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/schedule/schedule_generators.h"
+#include "ir/mesh.h"
+#include "ir/source/source_manager.h"
+
+namespace dstc::compiler {
+
+// One mesh axis of a compute config, over an op's dim names: `S(o)`, `B`,
+// or `P` (the op's inputs arrive partial and its output stays partial).
+struct AxisCompute {
+  enum Kind : uint8_t { Broadcast, Split, Partial };
+  Kind kind = Broadcast;
+  std::string dim;  // Split
+};
+
+// `[dp: S(b), tp: S(o)]`: per mesh axis; axes not named are left to
+// propagation.
+struct ComputeConfig {
+  std::vector<std::optional<AxisCompute>> axes;  // one slot per mesh axis
+  SourceRange where;
+};
+
+// How a stored tensor is laid out, per mesh axis (S by tensor axis index).
+struct TensorLayoutConfig {
+  ir::Layout layout;
+  SourceRange where;
+};
+
+// Memory configs of one parameter: where its value, its accumulated
+// gradient and its optimizer state live. Unset ones take defaults: the value
+// as its first use computes it, the gradient as the dual of the value's
+// layout (partial where the value is replicated), the optimizer state as the
+// value. ZeRO-1/2/3 are these set to S(0) on the data-parallel axis.
+struct ParamMemoryConfig {
+  std::optional<TensorLayoutConfig> value, grad, optimizer;
+};
+
+enum class Optimizer : uint8_t { Sgd, Adam };
+
+struct TrainConfig {
+  bool training = true;  // false: inference, forward only
+  int64_t global_batch = 0;
+  Optimizer optimizer = Optimizer::Adam;
+  ir::DType precision = ir::DType::F32;  // compute dtype; master weights stay fp32
+  double learning_rate = 1e-3;
+  SourceRange where;
+};
+
+struct ScheduleConfig {
+  std::optional<int32_t> micro_batches;
+  std::optional<int32_t> max_ongoing;
+  std::optional<bool> recompute;
+  std::optional<schedule::ScheduleKind> kind;
+  std::optional<int32_t> virtual_stages;
+  std::optional<std::string> table;  // a CSV schedule table's path
+  SourceRange where;
+};
+
+// `pipeline blocks over pp`: the children of `node` are cut into contiguous
+// stages (ranks × virtual stages of them); what comes before the node joins
+// the first stage and what comes after the last.
+struct PipelineConfig {
+  int32_t axis = -1;  // mesh axis of the pipeline; -1: no pipeline
+  int32_t node = -1;
+  SourceRange where;
+};
+
+struct StrategySpec {
+  std::string name;
+  ir::Mesh mesh;
+  TrainConfig train;
+  PipelineConfig pipeline;
+  std::optional<ComputeConfig> default_compute;
+  std::vector<std::optional<ComputeConfig>> compute;    // per tree node (leaves)
+  std::vector<std::optional<ScheduleConfig>> schedule;  // per tree node (inner)
+  std::vector<ParamMemoryConfig> memory;                // per tensor (parameters)
+
+  // Sizes the per-node and per-tensor slots for a graph.
+  void resize_for(size_t nodes, size_t tensors) {
+    compute.resize(nodes);
+    schedule.resize(nodes);
+    memory.resize(tensors);
+  }
+};
+
+}  // namespace dstc::compiler

@@ -1,0 +1,139 @@
+#include "compiler/strategy/strategy_tree.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "compiler/compiler_diagnostics.h"
+#include "compiler/schedule/schedule_check.h"
+#include "compiler/schedule/schedule_csv.h"
+#include "compiler/schedule/schedule_diagnostics.h"
+#include "compiler/schedule/schedule_generators.h"
+
+namespace dstc::compiler {
+namespace {
+
+std::vector<ResolvedSchedule> inherit_schedules(const LogicalGraph& graph, const StrategySpec& spec) {
+  std::vector<ResolvedSchedule> resolved(graph.nodes.size());
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    int32_t parent = graph.nodes[n].parent;
+    ResolvedSchedule r = parent >= 0 ? resolved[parent] : ResolvedSchedule{};
+    if (n < spec.schedule.size() && spec.schedule[n]) {
+      const ScheduleConfig& c = *spec.schedule[n];
+      if (c.micro_batches) r.micro_batches = *c.micro_batches;
+      if (c.max_ongoing) r.max_ongoing = *c.max_ongoing;
+      if (c.recompute) r.recompute = *c.recompute;
+      if (c.kind) r.kind = *c.kind;
+      if (c.virtual_stages) r.virtual_stages = *c.virtual_stages;
+      if (c.table) r.table = c.table;
+      r.set_at = static_cast<int32_t>(n);
+    }
+    resolved[n] = r;
+  }
+  return resolved;
+}
+
+// The child of `ancestor` whose subtree holds `node`, or -1.
+int32_t child_towards(const LogicalGraph& graph, int32_t ancestor, int32_t node) {
+  for (int32_t n = node; n >= 0; n = graph.nodes[n].parent)
+    if (graph.nodes[n].parent == ancestor) return n;
+  return -1;
+}
+
+SourceRange config_range(const StrategySpec& spec, int32_t node) {
+  return node >= 0 && node < static_cast<int32_t>(spec.schedule.size()) && spec.schedule[node]
+             ? spec.schedule[node]->where
+             : SourceRange{};
+}
+
+}  // namespace
+
+std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, const StrategySpec& spec,
+                                                 SourceManager& sources, DiagnosticEngine& diags) {
+  size_t errors_before = diags.error_count();
+  ResolvedStrategy out;
+  out.schedule = inherit_schedules(graph, spec);
+  const bool pipelined = spec.pipeline.axis >= 0;
+  const int32_t schedule_node = pipelined ? spec.pipeline.node : 0;
+  const ResolvedSchedule& root = out.schedule[schedule_node];
+  out.micro_batches = root.micro_batches;
+  SourceRange schedule_where = config_range(spec, root.set_at);
+
+  for (int32_t t : graph.inputs) {
+    const Tensor& in = graph.tensors[t];
+    if (in.batch_axis >= 0 && in.dims[in.batch_axis].size % out.micro_batches != 0) {
+      diags
+          .error(diag::micro_batches_not_divisible, schedule_where,
+                 fmt::format("{} micro-batches do not divide the batch of {} ({} samples)", out.micro_batches, in.name,
+                             in.dims[in.batch_axis].size))
+          .note(in.where, "the input is declared here");
+      break;
+    }
+  }
+
+  // Stages: the pipelined node's children, cut into contiguous groups.
+  out.stage_of_op.assign(graph.ops.size(), 0);
+  if (pipelined) {
+    out.pipeline_ranks = spec.mesh.axes()[spec.pipeline.axis].size;
+    out.num_stages = out.pipeline_ranks * root.virtual_stages;
+    const std::vector<int32_t>& children = graph.nodes[spec.pipeline.node].children;
+    int32_t n = static_cast<int32_t>(children.size());
+    if (n < out.num_stages) {
+      diags
+          .error(diag::pipeline_too_few_layers, spec.pipeline.where,
+                 fmt::format("the pipeline has {} stages but '{}' has only {} children to place on them",
+                             out.num_stages, graph.nodes[spec.pipeline.node].path, n))
+          .note(graph.nodes[spec.pipeline.node].where, "the pipelined node is declared here");
+      return std::nullopt;
+    }
+    std::vector<int32_t> stage_of_child(graph.nodes.size(), -1);
+    for (int32_t i = 0, first = 0; i < out.num_stages; ++i) {
+      int32_t count = n / out.num_stages + (i < n % out.num_stages ? 1 : 0);
+      for (int32_t c = first; c < first + count; ++c) stage_of_child[children[c]] = i;
+      first += count;
+    }
+    bool seen_pipeline = false;
+    for (size_t op = 0; op < graph.ops.size(); ++op) {
+      int32_t child = child_towards(graph, spec.pipeline.node, graph.ops[op].node);
+      if (child >= 0) {
+        out.stage_of_op[op] = stage_of_child[child];
+        seen_pipeline = true;
+      } else {
+        out.stage_of_op[op] = seen_pipeline ? out.num_stages - 1 : 0;
+      }
+    }
+  }
+
+  // The schedule table.
+  schedule::PipelineDims dims{out.pipeline_ranks, root.virtual_stages, out.micro_batches};
+  std::optional<schedule::ScheduleTable> table;
+  if (root.table) {
+    std::filesystem::path path = *root.table;
+    if (schedule_where.valid() && path.is_relative())
+      path = std::filesystem::path(sources.file(schedule_where.file).path).parent_path() / path;
+    std::string error;
+    std::optional<FileId> file = sources.load(path.string(), error);
+    if (!file) {
+      diags.error(diag::schedule_table_unreadable, schedule_where,
+                  fmt::format("cannot read the schedule table '{}': {}", path.string(), error));
+      return std::nullopt;
+    }
+    table = schedule::read_schedule_csv(*file, dims, diags);
+  } else {
+    auto generated = schedule::generate_schedule({root.kind, out.pipeline_ranks, root.virtual_stages, out.micro_batches,
+                                                  root.max_ongoing, !spec.train.training});
+    if (auto* message = std::get_if<std::string>(&generated)) {
+      diags.error(dstc::diag::schedule_unavailable, schedule_where,
+                  fmt::format("cannot build the schedule: {}", *message));
+      return std::nullopt;
+    }
+    table = std::get<schedule::ScheduleTable>(std::move(generated));
+  }
+  if (!table || !schedule::check_schedule(*table, {!spec.train.training, root.max_ongoing, schedule_where}, diags))
+    return std::nullopt;
+  out.table = std::move(*table);
+  if (diags.error_count() != errors_before) return std::nullopt;
+  return out;
+}
+
+}  // namespace dstc::compiler

@@ -1,0 +1,44 @@
+// The strategy tree resolved: schedule configs inherited top-down (a node
+// takes its parent's unless it sets its own, Proteus §IV-B), pipeline
+// stages assigned to the tree's leaves and so to every op, and the pipeline
+// schedule table built and checked.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "compiler/graph/logical_graph.h"
+#include "compiler/schedule/schedule_table.h"
+#include "compiler/strategy/strategy_spec.h"
+#include "ir/source/diagnostics.h"
+
+namespace dstc::compiler {
+
+// A node's schedule config after inheritance, with where each field came from.
+struct ResolvedSchedule {
+  int32_t micro_batches = 1;
+  int32_t max_ongoing = 0;  // 0: the schedule's own limit
+  bool recompute = false;
+  schedule::ScheduleKind kind = schedule::ScheduleKind::OneFOneB;
+  int32_t virtual_stages = 1;
+  std::optional<std::string> table;
+  int32_t set_at = -1;  // the nearest ancestor (or itself) that set a field; -1: defaults
+};
+
+struct ResolvedStrategy {
+  std::vector<ResolvedSchedule> schedule;  // per tree node
+  std::vector<int32_t> stage_of_op;        // per op
+  int32_t num_stages = 1;
+  int32_t pipeline_ranks = 1;  // size of the pipeline mesh axis
+  int32_t micro_batches = 1;
+  schedule::ScheduleTable table;
+
+  bool recompute(const LogicalGraph& g, int32_t op) const { return schedule[g.ops[op].node].recompute; }
+};
+
+// nullopt when the strategy cannot be resolved (diagnostics reported).
+// `load_table` reads a CSV schedule table named by a config.
+std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, const StrategySpec& spec,
+                                                 SourceManager& sources, DiagnosticEngine& diags);
+
+}  // namespace dstc::compiler

@@ -1,0 +1,295 @@
+// The compiler's lowering, checked against what the papers say the
+// strategies must communicate.
+#include <gtest/gtest.h>
+
+#include "compiler/compile_strategy.h"
+#include "ir/printer.h"
+#include "ir/registry.h"
+#include "ir/verifier.h"
+#include "tests/unit/compiler/test_models.h"
+
+namespace dstc::compiler {
+namespace {
+
+using testing::Gpt;
+using testing::make_gpt;
+using testing::make_mlp;
+using testing::make_spec;
+using testing::S;
+using testing::set_compute;
+using testing::set_default;
+
+struct Compiled {
+  SourceManager sources;
+  std::unique_ptr<DiagnosticEngine> diags;
+  std::optional<CompiledStrategy> result;
+};
+
+std::unique_ptr<Compiled> compile(const LogicalGraph& g, const StrategySpec& spec) {
+  auto c = std::make_unique<Compiled>();
+  c->diags = std::make_unique<DiagnosticEngine>(c->sources);
+  c->result = compile_strategy(g, spec, c->sources, *c->diags);
+  std::string text;
+  for (const Diagnostic& d : c->diags->diagnostics()) text += c->diags->render(d, false);
+  EXPECT_TRUE(c->result.has_value()) << text;
+  if (c->result) {
+    // Every compiled program is well formed and free of deadlocks.
+    SourceManager sm;
+    DiagnosticEngine verify(sm);
+    bool ok = ir::verify_module(c->result->module, verify);
+    std::string errors;
+    for (const Diagnostic& d : verify.diagnostics()) errors += verify.render(d, false);
+    EXPECT_TRUE(ok) << errors << ir::print_module(c->result->module).substr(0, 20000);
+  }
+  return c;
+}
+
+// Ops of a kind on a mesh axis in a phase (any phase when nullopt).
+struct OpFilter {
+  ir::OpKind kind;
+  int axis = -1;
+  std::optional<ir::Phase> phase = {};
+};
+
+std::vector<const ir::Op*> select(const ir::Module& m, const OpFilter& f) {
+  std::vector<const ir::Op*> ops;
+  for (const ir::Op& op : m.functions[0].ops) {
+    if (op.kind != f.kind) continue;
+    if (f.axis >= 0 && op.group_axes != (1u << f.axis)) continue;
+    if (f.phase && op.phase != *f.phase) continue;
+    ops.push_back(&op);
+  }
+  return ops;
+}
+
+// Logical bytes a collective's operand stands for, over its group.
+double operand_bytes(const ir::Module& m, const ir::Op& op) {
+  const ir::Function& f = m.functions[0];
+  return static_cast<double>(m.value_type(f, f.operands(op)[0]).bytes());
+}
+double result_bytes(const ir::Module& m, const ir::Op& op) {
+  const ir::Function& f = m.functions[0];
+  return static_cast<double>(m.value_type(f, f.result(op)).bytes());
+}
+
+double param_bytes(const LogicalGraph& g) {
+  double total = 0;
+  for (const Tensor& t : g.tensors)
+    if (t.kind == TensorKind::Param) total += static_cast<double>(t.numel()) * 4;
+  return total;
+}
+
+TEST(Lowering, SingleDeviceHasNoCommunication) {
+  auto mlp = make_mlp(2, 8, 16, 4);
+  auto c = compile(mlp.graph, make_spec(mlp.graph, {{"dp", 1}}, 8));
+  for (const ir::Op& op : c->result->module.functions[0].ops) EXPECT_FALSE(ir::op_info(op.kind).is_communication());
+  // forward: 2 layers (einsum, relu) + head + loss (cross_entropy, scale)
+  EXPECT_EQ(select(c->result->module, {ir::OpKind::Einsum, -1, ir::Phase::Forward}).size(), 3u);
+  EXPECT_EQ(select(c->result->module, {ir::OpKind::Adam}).size(), 3u);
+}
+
+TEST(Lowering, DataParallelAllReducesExactlyTheParameterBytes) {
+  auto mlp = make_mlp(3, 32, 64, 8);
+  StrategySpec spec = make_spec(mlp.graph, {{"dp", 4}}, 32, 2);
+  set_default(spec, 0, S("b"));
+  auto c = compile(mlp.graph, spec);
+  const ir::Module& m = c->result->module;
+  double reduced = 0;
+  for (const ir::Op* op : select(m, {ir::OpKind::AllReduce, 0})) {
+    EXPECT_EQ(op->phase, ir::Phase::WeightGrad);
+    EXPECT_EQ(op->stream, ir::Stream::Grad);
+    reduced += operand_bytes(m, *op);
+  }
+  EXPECT_DOUBLE_EQ(reduced, param_bytes(mlp.graph));
+  // Gradients accumulate over the two micro-batches before they are reduced.
+  EXPECT_EQ(select(m, {ir::OpKind::Accumulate}).size(), 4u);
+}
+
+StrategySpec megatron(const Gpt& gpt, int dp, int tp, int64_t batch, int32_t micro = 1) {
+  StrategySpec spec = make_spec(gpt.graph, {{"dp", dp}, {"tp", tp}}, batch, micro);
+  set_default(spec, 0, S("b"));
+  for (const Gpt::Block& b : gpt.blocks) {
+    for (int32_t n : {b.q, b.k, b.v, b.attn, b.proj}) set_compute(spec, n, 1, S("n"));
+    for (int32_t n : {b.fc1, b.act, b.fc2}) set_compute(spec, n, 1, S("f"));
+  }
+  return spec;
+}
+
+TEST(Lowering, MegatronHasTwoAllReducesPerLayerEachWayOfActivationSize) {
+  const int layers = 3, tp = 4, dp = 2;
+  const int64_t batch = 8, seq = 16, hidden = 32;
+  Gpt gpt = make_gpt(layers, batch, seq, hidden, 8, 64);
+  auto c = compile(gpt.graph, megatron(gpt, dp, tp, batch));
+  const ir::Module& m = c->result->module;
+  double activation = double(batch / dp) * seq * hidden * 4;
+  auto forward = select(m, {ir::OpKind::AllReduce, 1, ir::Phase::Forward});
+  auto backward = select(m, {ir::OpKind::AllReduce, 1, ir::Phase::InputGrad});
+  EXPECT_EQ(forward.size(), size_t(2 * layers));
+  EXPECT_EQ(backward.size(), size_t(2 * layers));
+  for (const ir::Op* op : forward) EXPECT_DOUBLE_EQ(operand_bytes(m, *op), activation);
+  for (const ir::Op* op : backward) EXPECT_DOUBLE_EQ(operand_bytes(m, *op), activation);
+  EXPECT_TRUE(select(m, {ir::OpKind::AllGather, 1}).empty());
+}
+
+TEST(Lowering, MegatronWithOneTensorRankHasNoTensorCollectives) {
+  Gpt gpt = make_gpt(2, 8, 16, 32, 8, 64);
+  auto c = compile(gpt.graph, megatron(gpt, 2, 1, 8));
+  for (ir::OpKind k : {ir::OpKind::AllReduce, ir::OpKind::AllGather, ir::OpKind::ReduceScatter}) {
+    auto ops = select(c->result->module, {k, 1});
+    for (const ir::Op* op : ops) EXPECT_NE(op->phase, ir::Phase::Forward);
+    EXPECT_TRUE(select(c->result->module, {k, 1, ir::Phase::Forward}).empty());
+    EXPECT_TRUE(select(c->result->module, {k, 1, ir::Phase::InputGrad}).empty());
+  }
+}
+
+TEST(Lowering, SequenceParallelTurnsEachAllReduceIntoReduceScatterAndAllGather) {
+  const int layers = 2, tp = 4;
+  const int64_t batch = 4, seq = 16, hidden = 32;
+  Gpt gpt = make_gpt(layers, batch, seq, hidden, 8, 64);
+  StrategySpec spec = megatron(gpt, 1, tp, batch);
+  for (const Gpt::Block& b : gpt.blocks)
+    for (int32_t n : {b.ln1, b.res1, b.ln2, b.res2}) set_compute(spec, n, 1, S("s"));
+  auto c = compile(gpt.graph, spec);
+  const ir::Module& m = c->result->module;
+  double activation = double(batch) * seq * hidden * 4;
+  EXPECT_TRUE(select(m, {ir::OpKind::AllReduce, 1, ir::Phase::Forward}).empty());
+  EXPECT_TRUE(select(m, {ir::OpKind::AllReduce, 1, ir::Phase::InputGrad}).empty());
+  for (ir::Phase phase : {ir::Phase::Forward, ir::Phase::InputGrad}) {
+    auto rs = select(m, {ir::OpKind::ReduceScatter, 1, phase});
+    auto ag = select(m, {ir::OpKind::AllGather, 1, phase});
+    EXPECT_EQ(rs.size(), size_t(2 * layers)) << ir::phase_name(phase);
+    EXPECT_EQ(ag.size(), size_t(2 * layers)) << ir::phase_name(phase);
+    for (const ir::Op* op : rs) EXPECT_DOUBLE_EQ(operand_bytes(m, *op), activation);
+    for (const ir::Op* op : ag) EXPECT_DOUBLE_EQ(result_bytes(m, *op), activation);
+  }
+}
+
+TEST(Lowering, ZeroOneAndTwoReduceScatterAndAllGatherTheParameterBytes) {
+  for (bool zero2 : {false, true}) {
+    auto mlp = make_mlp(2, 16, 32, 8);
+    StrategySpec spec = make_spec(mlp.graph, {{"dp", 4}}, 16, 2);
+    set_default(spec, 0, S("b"));
+    for (size_t t = 0; t < mlp.graph.tensors.size(); ++t) {
+      if (mlp.graph.tensors[t].kind != TensorKind::Param) continue;
+      spec.memory[t].optimizer = TensorLayoutConfig{{ir::Sbp{ir::Sbp::Split, 0}}, {}};
+      if (zero2) spec.memory[t].grad = spec.memory[t].optimizer;
+    }
+    auto c = compile(mlp.graph, spec);
+    const ir::Module& m = c->result->module;
+    EXPECT_TRUE(select(m, {ir::OpKind::AllReduce, 0}).empty());
+    double scattered = 0, gathered = 0;
+    auto rs = select(m, {ir::OpKind::ReduceScatter, 0});
+    for (const ir::Op* op : rs) scattered += operand_bytes(m, *op);
+    for (const ir::Op* op : select(m, {ir::OpKind::AllGather, 0})) gathered += result_bytes(m, *op);
+    // ZeRO-2 reduce-scatters every micro-batch's gradient; ZeRO-1 the sum once.
+    EXPECT_DOUBLE_EQ(scattered, param_bytes(mlp.graph) * (zero2 ? 2 : 1)) << zero2;
+    EXPECT_DOUBLE_EQ(gathered, param_bytes(mlp.graph)) << zero2;
+    EXPECT_EQ(rs.front()->phase, ir::Phase::WeightGrad);
+  }
+}
+
+TEST(Lowering, ZeroThreeGathersParametersBeforeUseInForwardAndBackward) {
+  auto mlp = make_mlp(2, 16, 32, 8);
+  StrategySpec spec = make_spec(mlp.graph, {{"dp", 4}}, 16, 1);
+  set_default(spec, 0, S("b"));
+  int params = 0;
+  for (size_t t = 0; t < mlp.graph.tensors.size(); ++t) {
+    if (mlp.graph.tensors[t].kind != TensorKind::Param) continue;
+    spec.memory[t].value = TensorLayoutConfig{{ir::Sbp{ir::Sbp::Split, 0}}, {}};
+    ++params;
+  }
+  auto c = compile(mlp.graph, spec);
+  const ir::Module& m = c->result->module;
+  EXPECT_EQ(select(m, {ir::OpKind::AllGather, 0, ir::Phase::Forward}).size(), size_t(params));
+  // Backward needs each weight again for the input gradient (the first layer's
+  // input needs none).
+  EXPECT_EQ(select(m, {ir::OpKind::AllGather, 0, ir::Phase::InputGrad}).size(), size_t(params - 1));
+  double scattered = 0;
+  for (const ir::Op* op : select(m, {ir::OpKind::ReduceScatter, 0})) scattered += operand_bytes(m, *op);
+  EXPECT_DOUBLE_EQ(scattered, param_bytes(mlp.graph));
+  EXPECT_TRUE(select(m, {ir::OpKind::AllGather, 0, ir::Phase::Optimizer}).empty());
+}
+
+TEST(Lowering, PipelineSendsActivationsForwardAndGradientsBack) {
+  auto mlp = make_mlp(4, 16, 32, 8);
+  StrategySpec spec = make_spec(mlp.graph, {{"pp", 2}, {"dp", 2}}, 16, 4);
+  set_default(spec, 1, S("b"));
+  spec.pipeline = {0, mlp.layers_node, {}};
+  auto c = compile(mlp.graph, spec);
+  const ir::Module& m = c->result->module;
+  EXPECT_EQ(select(m, {ir::OpKind::Send, -1, ir::Phase::Forward}).size(), 4u);
+  EXPECT_EQ(select(m, {ir::OpKind::Recv, -1, ir::Phase::Forward}).size(), 4u);
+  EXPECT_EQ(select(m, {ir::OpKind::Send, -1, ir::Phase::InputGrad}).size(), 4u);
+  EXPECT_EQ(select(m, {ir::OpKind::Recv, -1, ir::Phase::InputGrad}).size(), 4u);
+  // Rank 0 (stage 0) follows 1F1B: one warm-up forward, then F B pairs.
+  std::vector<std::pair<ir::Phase, int32_t>> order;
+  for (const ir::Op& op : m.functions[0].ops) {
+    if (op.stage != 0 || op.kind != ir::OpKind::Einsum) continue;
+    if (op.phase == ir::Phase::Forward || op.phase == ir::Phase::InputGrad || op.phase == ir::Phase::WeightGrad) {
+      ir::Phase p = op.phase == ir::Phase::Forward ? ir::Phase::Forward : ir::Phase::InputGrad;
+      if (order.empty() || order.back() != std::pair{p, op.micro_batch}) order.push_back({p, op.micro_batch});
+    }
+  }
+  std::vector<std::pair<ir::Phase, int32_t>> expected = {
+      {ir::Phase::Forward, 0},   {ir::Phase::Forward, 1}, {ir::Phase::InputGrad, 0}, {ir::Phase::Forward, 2},
+      {ir::Phase::InputGrad, 1}, {ir::Phase::Forward, 3}, {ir::Phase::InputGrad, 2}, {ir::Phase::InputGrad, 3}};
+  EXPECT_EQ(order, expected);
+}
+
+TEST(Lowering, RecomputationReplaysForwardBeforeBackward) {
+  auto mlp = make_mlp(2, 8, 16, 4);
+  StrategySpec spec = make_spec(mlp.graph, {{"dp", 1}}, 8, 2);
+  ScheduleConfig rc;
+  rc.recompute = true;
+  spec.schedule[mlp.layers_node] = rc;
+  auto c = compile(mlp.graph, spec);
+  const ir::Module& m = c->result->module;
+  // Each micro-batch recomputes the two layers' einsum and relu.
+  EXPECT_EQ(select(m, {ir::OpKind::Einsum, -1, ir::Phase::Recompute}).size(), 4u);
+  EXPECT_EQ(select(m, {ir::OpKind::Relu, -1, ir::Phase::Recompute}).size(), 4u);
+}
+
+TEST(Lowering, InferenceHasNoBackwardOrOptimizer) {
+  auto mlp = make_mlp(2, 8, 16, 4);
+  StrategySpec spec = make_spec(mlp.graph, {{"dp", 2}}, 8, 2);
+  spec.train.training = false;
+  set_default(spec, 0, S("b"));
+  auto c = compile(mlp.graph, spec);
+  for (const ir::Op& op : c->result->module.functions[0].ops) EXPECT_EQ(op.phase, ir::Phase::Forward);
+}
+
+}  // namespace
+}  // namespace dstc::compiler
+
+namespace dstc::compiler {
+namespace {
+
+TEST(Lowering, ThreeDParallelGptVerifiesUnderEverySchedule) {
+  using schedule::ScheduleKind;
+  for (ScheduleKind kind :
+       {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved, ScheduleKind::ZeroBubbleH1}) {
+    Gpt gpt = make_gpt(4, 8, 8, 16, 4, 32);
+    StrategySpec spec = make_spec(gpt.graph, {{"pp", 2}, {"dp", 2}, {"tp", 2}}, 8, 4);
+    set_default(spec, 1, S("b"));
+    for (const Gpt::Block& b : gpt.blocks) {
+      for (int32_t n : {b.q, b.k, b.v, b.attn, b.proj}) set_compute(spec, n, 2, S("n"));
+      for (int32_t n : {b.fc1, b.act, b.fc2}) set_compute(spec, n, 2, S("f"));
+    }
+    spec.pipeline = {0, gpt.blocks_node, {}};
+    ScheduleConfig sc;
+    sc.kind = kind;
+    sc.micro_batches = 4;
+    if (kind == ScheduleKind::Interleaved) sc.virtual_stages = 2;
+    spec.schedule[gpt.blocks_node] = sc;
+    auto c = compile(gpt.graph, spec);
+    ASSERT_TRUE(c->result) << schedule::schedule_kind_name(kind);
+    EXPECT_EQ(c->result->resolved.num_stages, kind == ScheduleKind::Interleaved ? 4 : 2);
+    bool split_backward = false;
+    for (const ir::Op& op : c->result->module.functions[0].ops)
+      split_backward |= op.phase == ir::Phase::WeightGrad && op.micro_batch >= 0 && op.kind == ir::OpKind::Einsum;
+    EXPECT_TRUE(split_backward) << schedule::schedule_kind_name(kind);
+  }
+}
+
+}  // namespace
+}  // namespace dstc::compiler
