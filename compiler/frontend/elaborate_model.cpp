@@ -236,6 +236,12 @@ class ModelElaborator {
   }
 
   void input(Frame& f, const Stmt& s) {
+    size_t errors = diags_.error_count();
+    bind_input(f, s);
+    if (diags_.error_count() > errors) f.poisoned.insert(s.name);
+  }
+
+  void bind_input(Frame& f, const Stmt& s) {
     if (!declare(f, s.name, s.name_range)) return;
     if (f.decl->kind == ComponentKind::Model) {
       std::optional<std::vector<Dim>> dims = sized_dims(f, s.dims, "model inputs");

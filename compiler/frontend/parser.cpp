@@ -4,6 +4,8 @@
 #include <DstratParser.h>
 #include <antlr4-runtime.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <set>
@@ -81,7 +83,11 @@ std::string describe_token(antlr4::Token* t, const antlr4::dfa::Vocabulary& voca
   if (t->getType() == antlr4::Token::EOF) return "end of file";
   std::string text = t->getText();
   if (text.size() > 40) text = text.substr(0, 40) + "...";
-  if (t->getType() == DstratLexer::ERROR_CHAR) return fmt::format("character '{}'", text);
+  if (t->getType() == DstratLexer::ERROR_CHAR) {
+    auto c = static_cast<unsigned char>(text.empty() ? 0 : text[0]);
+    if (c < 0x20 || c == 0x7F) return fmt::format("control character \\x{:02x}", c);
+    return fmt::format("character '{}'", text);
+  }
   return fmt::format("'{}'", text);
 }
 
@@ -782,6 +788,23 @@ bool prescan_tokens(const std::vector<antlr4::Token*>& tokens, FileId file, cons
 
 }  // namespace
 
+std::vector<std::string> grammar_keywords() {
+  std::vector<std::string> words;
+  antlr4::ANTLRInputStream empty("");
+  DstratLexer lexer(&empty);
+  const antlr4::dfa::Vocabulary& vocab = lexer.getVocabulary();
+  for (size_t type = 1; type <= vocab.getMaxTokenType(); ++type) {
+    std::string lit = vocab.getLiteralName(type);
+    if (lit.size() < 3 || lit.front() != '\'') continue;
+    std::string word = lit.substr(1, lit.size() - 2);
+    if (std::all_of(word.begin(), word.end(),
+                    [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; })) {
+      words.push_back(word);
+    }
+  }
+  return words;
+}
+
 std::optional<FileAst> parse_file(FileId file, DiagnosticEngine& diags) {
   const std::string& text = diags.sources().file(file).text;
   if (auto bad = first_invalid_utf8(text)) {
@@ -824,6 +847,11 @@ std::optional<FileAst> parse_file(FileId file, DiagnosticEngine& diags) {
   FileAst ast = builder.program(tree);
   if (builder.failed() || diags.error_count() > errors_before) return std::nullopt;
   ast.comments = std::move(comments);
+  if (ast.items.empty()) {
+    diags.error(diag::kEmptyFile, {file, 0, 0},
+                "the file declares nothing (no import, layer, model, strategy or search)");
+    return std::nullopt;
+  }
   return ast;
 }
 

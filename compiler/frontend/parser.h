@@ -9,6 +9,8 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "compiler/frontend/ast.h"
 #include "ir/source/diagnostics.h"
@@ -18,6 +20,10 @@ namespace dstc::frontend {
 // Deepest bracket nesting and expression depth accepted.
 inline constexpr int kMaxNesting = 100;
 inline constexpr int kMaxExprDepth = 400;
+
+// The grammar's keywords: its literal tokens that are words ("layer",
+// "1f1b", ...), from the generated lexer (the same list as Dstrat.tokens).
+std::vector<std::string> grammar_keywords();
 
 // The AST of a file, or nullopt when it has errors (reported to `diags`).
 std::optional<FileAst> parse_file(FileId file, DiagnosticEngine& diags);

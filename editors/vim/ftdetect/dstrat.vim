@@ -1,0 +1,1 @@
+au BufRead,BufNewFile *.dstrat set filetype=dstrat

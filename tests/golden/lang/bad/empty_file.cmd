@@ -1,0 +1,1 @@
+check tests/golden/lang/bad/data/empty.dstrat

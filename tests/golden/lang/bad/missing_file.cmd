@@ -1,0 +1,1 @@
+check tests/golden/lang/bad/no_such_file.dstrat

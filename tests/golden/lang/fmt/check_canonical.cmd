@@ -1,0 +1,1 @@
+fmt --check examples/gpt2_megatron.dstrat

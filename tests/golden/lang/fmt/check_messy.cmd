@@ -1,0 +1,1 @@
+fmt --check tests/golden/lang/fmt/messy.dstrat
