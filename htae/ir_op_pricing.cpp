@@ -65,10 +65,14 @@ OpCostQuery compute_query(const ir::Module& module, const ir::Function& f, const
   q.dtype = op_compute_dtype(module, f, op);
   q.flops = cost.flops;
   q.bytes_read = cost.bytes;
-  std::vector<ir::TensorType> operands;
-  for (ir::ValueId v : f.operands(op)) operands.push_back(module.value_type(f, v));
   if (op.result_count == 0) return q;
   const ir::TensorType& out = module.value_type(f, op.first_result);
+  if (classify_op(q.kind) != OpClass::matmul) {
+    q.shape.assign(out.shape().begin(), out.shape().end());
+    return q;
+  }
+  std::vector<ir::TensorType> operands;
+  for (ir::ValueId v : f.operands(op)) operands.push_back(module.value_type(f, v));
   auto numel = static_cast<double>(std::max<int64_t>(out.numel(), 1));
   switch (op.kind) {
     case ir::OpKind::Matmul: {
@@ -89,7 +93,7 @@ OpCostQuery compute_query(const ir::Module& module, const ir::Function& f, const
       break;
     }
     default: {
-      // Attention and the rest: the output's last dim as n, the FLOPs per output element as k.
+      // Attention and its gradient: the output's last dim as n, the FLOPs per output element as k.
       int64_t n = out.rank > 0 ? out.dim(out.rank - 1) : 1;
       auto k = static_cast<int64_t>(std::llround(cost.flops / (2 * numel)));
       q.shape = {out.numel() / std::max<int64_t>(n, 1), n, std::max<int64_t>(k, 1)};

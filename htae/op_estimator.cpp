@@ -12,19 +12,41 @@ struct KindClass {
 };
 
 // Kinds not listed are elementwise.
-constexpr std::array<KindClass, 23> kKindClasses = {{
-    {"matmul", OpClass::matmul},        {"batch_matmul", OpClass::matmul},
-    {"bmm", OpClass::matmul},           {"linear", OpClass::matmul},
-    {"einsum", OpClass::matmul},        {"conv", OpClass::matmul},
-    {"conv2d", OpClass::matmul},        {"attention", OpClass::matmul},
-    {"softmax", OpClass::reduction},    {"log_softmax", OpClass::reduction},
-    {"layer_norm", OpClass::reduction}, {"layernorm", OpClass::reduction},
-    {"rms_norm", OpClass::reduction},   {"batch_norm", OpClass::reduction},
-    {"reduce_sum", OpClass::reduction}, {"reduce_mean", OpClass::reduction},
-    {"reduce_max", OpClass::reduction}, {"cross_entropy", OpClass::reduction},
-    {"reshape", OpClass::free},         {"view", OpClass::free},
-    {"squeeze", OpClass::free},         {"unsqueeze", OpClass::free},
+constexpr std::array<KindClass, 33> kKindClasses = {{
+    {"matmul", OpClass::matmul},
+    {"batch_matmul", OpClass::matmul},
+    {"bmm", OpClass::matmul},
+    {"linear", OpClass::matmul},
+    {"einsum", OpClass::matmul},
+    {"conv", OpClass::matmul},
+    {"conv2d", OpClass::matmul},
+    {"attention", OpClass::matmul},
+    {"softmax", OpClass::reduction},
+    {"log_softmax", OpClass::reduction},
+    {"layer_norm", OpClass::reduction},
+    {"layernorm", OpClass::reduction},
+    {"rms_norm", OpClass::reduction},
+    {"batch_norm", OpClass::reduction},
+    {"reduce_sum", OpClass::reduction},
+    {"reduce_mean", OpClass::reduction},
+    {"reduce_max", OpClass::reduction},
+    {"cross_entropy", OpClass::reduction},
+    {"reshape", OpClass::free},
+    {"view", OpClass::free},
+    {"squeeze", OpClass::free},
+    {"unsqueeze", OpClass::free},
     {"identity", OpClass::free},
+    // The IR's gradient kinds (ir/op_kinds.def).
+    {"attention_grad", OpClass::matmul},
+    {"conv2d_input_grad", OpClass::matmul},
+    {"conv2d_weight_grad", OpClass::matmul},
+    {"softmax_grad", OpClass::reduction},
+    {"layernorm_grad", OpClass::reduction},
+    {"layernorm_weight_grad", OpClass::reduction},
+    {"batchnorm", OpClass::reduction},
+    {"batchnorm_grad", OpClass::reduction},
+    {"cross_entropy_grad", OpClass::reduction},
+    {"sum", OpClass::reduction},
 }};
 
 double saturating(double peak, double x, double half) { return peak * x / (x + half); }

@@ -1,0 +1,345 @@
+// The HTAE executor on small hand-written IR modules whose timings and
+// memory are computable by hand: ops are priced by exact profile entries
+// (a 64x64x64 or 64x256x64 f32 matmul takes 1 ms, a relu on 64x64 0.5 ms), links have
+// round bandwidths and no latency.
+#include "htae/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "htae/report.h"
+#include "ir/parser.h"
+#include "ir/verifier.h"
+
+namespace dstc::htae {
+namespace {
+
+constexpr double kMs = 1e-3;
+
+// `nodes` x `gpus` GPUs; GPUs of a node reach an NVSwitch at 10 GB/s each;
+// one NIC per node at 1 GB/s serves them all; overlap factor 1.5.
+ClusterSpec test_cluster(int64_t nodes, int gpus, int64_t memory = int64_t{1} << 30) {
+  ClusterSpec c;
+  c.name = "test";
+  c.nodes = nodes;
+  c.gpus_per_node = gpus;
+  c.gpu.name = "T";
+  c.gpu.peak_flops[static_cast<size_t>(ComputeDtype::fp32)] = 1e12;
+  c.gpu.memory_bytes = memory;
+  c.gpu.hbm_bandwidth = 1e12;
+  c.intra_node.kind = IntraNodeKind::nvswitch;
+  c.intra_node.gpu_bandwidth = 1e10;
+  if (nodes > 1) {
+    NicSpec nic;
+    for (int g = 0; g < gpus; ++g) nic.gpus.push_back(g);
+    c.network.nics = {nic};
+    c.network.nic_bandwidth = 1e9;
+  }
+  c.runtime.overlap_factor = 1.5;
+  return c;
+}
+
+ProfileDatabase test_profile() {
+  ProfileDatabase db;
+  db.gpu = "T";
+  db.add(OpProfileEntry{"matmul", ComputeDtype::fp32, {64, 64, 64}, 2.0 * 64 * 64 * 64, 0, 1 * kMs});
+  db.add(OpProfileEntry{"matmul", ComputeDtype::fp32, {64, 256, 64}, 2.0 * 64 * 256 * 64, 0, 1 * kMs});
+  db.add(OpProfileEntry{"relu", ComputeDtype::fp32, {64, 64}, 0, 0, 0.5 * kMs});
+  return db;
+}
+
+struct Outcome {
+  std::optional<SimReport> report;
+  std::string errors;
+};
+
+Outcome simulate_text(const std::string& text, const ClusterSpec& cluster, SimOptions options = {},
+                      bool verify = true) {
+  SourceManager sources;
+  DiagnosticEngine diags(sources);
+  std::optional<ir::Module> module = ir::parse_module(sources.add("t.ir", text), diags);
+  Outcome run;
+  if (module && (!verify || ir::verify_module(*module, diags))) {
+    ProfileDatabase profile = test_profile();
+    options.profile = &profile;
+    run.report = simulate(*module, cluster, options, diags);
+  }
+  std::ostringstream errors;
+  diags.render(errors, false);
+  run.errors = errors.str();
+  return run;
+}
+
+// A matmul (1 ms) on the compute stream beside an all-reduce of 4 MB over
+// two GPUs of one node (ring: each sends 4 MB at 10 GB/s = 0.4 ms).
+std::string compute_beside_all_reduce(std::string_view stream) {
+  return std::string(R"(mesh world[d=2]
+func @f {
+  input %x on world : f32[64, 64]
+  param %w on world : f32[64, 64]
+  input %g on world : f32[1000000]
+  %y = matmul(%x, %w) on world : f32[64, 64]
+  %s = all_reduce(%g) on world over [d] stream )") +
+         std::string(stream) + R"( : f32[1000000]
+  return %y, %s
+}
+)";
+}
+
+TEST(Simulator, ComputeQueuesRunInOrder) {
+  Outcome run = simulate_text(R"(mesh world[d=1]
+func @f {
+  input %x on world : f32[64, 64]
+  param %w on world : f32[64, 64]
+  %a = matmul(%x, %w) on world : f32[64, 64]
+  %b = relu(%a) on world : f32[64, 64]
+  %c = matmul(%b, %w) on world : f32[64, 64]
+  return %c
+}
+)",
+                              test_cluster(1, 1));
+  ASSERT_TRUE(run.report) << run.errors;
+  EXPECT_NEAR(run.report->step_time_s, 2.5 * kMs, 1e-12);
+  EXPECT_NEAR(run.report->breakdown.compute_s, 2.5 * kMs, 1e-12);
+  EXPECT_EQ(run.report->num_ops, 3);
+  EXPECT_GT(run.report->tflops_per_gpu, 0);
+}
+
+TEST(Simulator, FeatureCommunicationOverlapsComputeWithoutSlowingIt) {
+  Outcome run = simulate_text(compute_beside_all_reduce("feature"), test_cluster(1, 2));
+  ASSERT_TRUE(run.report) << run.errors;
+  EXPECT_NEAR(run.report->step_time_s, 1 * kMs, 1e-12);
+  EXPECT_EQ(run.report->num_flows, 2);
+}
+
+// While the all-reduce runs (0.4 ms) the matmul progresses at 1/1.5: it
+// has done 0.4/1.5 ms of its work, the rest takes 1 - 0.4/1.5 ms more.
+TEST(Simulator, GradientCommunicationSlowsConcurrentComputeByTheOverlapFactor) {
+  Outcome run = simulate_text(compute_beside_all_reduce("grad"), test_cluster(1, 2));
+  ASSERT_TRUE(run.report) << run.errors;
+  EXPECT_NEAR(run.report->step_time_s, (0.4 + (1 - 0.4 / 1.5)) * kMs, 1e-12);
+
+  SimOptions no_overlap;
+  no_overlap.overlap = false;
+  Outcome plain = simulate_text(compute_beside_all_reduce("grad"), test_cluster(1, 2), no_overlap);
+  ASSERT_TRUE(plain.report) << plain.errors;
+  EXPECT_NEAR(plain.report->step_time_s, 1 * kMs, 1e-12);
+  EXPECT_FALSE(plain.report->overlap);
+}
+
+TEST(Simulator, ProgramOrderExecutorSerializesStreams) {
+  SimOptions options;
+  options.executor = ExecutorKind::program_order;
+  Outcome run = simulate_text(compute_beside_all_reduce("grad"), test_cluster(1, 2), options);
+  ASSERT_TRUE(run.report) << run.errors;
+  EXPECT_NEAR(run.report->step_time_s, 1.4 * kMs, 1e-12);
+  EXPECT_NEAR(run.report->breakdown.compute_s, 1 * kMs, 1e-12);
+  EXPECT_NEAR(run.report->breakdown.exposed_comm_s, 0.4 * kMs, 1e-12);
+}
+
+// world[dp=2, tp=4] on 2 nodes x 4 GPUs: rank dp*4+tp sits on node dp. An
+// all-reduce of 1 MB over dp forms 4 groups whose rings all cross each
+// node's one NIC (1 GB/s): a quarter each, 4 ms. One group alone: 1 ms.
+std::string dp_all_reduce(std::string_view set) {
+  return std::string(R"(mesh world[dp=2, tp=4]
+func @f {
+  input %g on world : f32[250000]
+  %s = all_reduce(%g) on )") +
+         std::string(set) + R"( over [dp] stream grad : f32[250000]
+  return %s
+}
+)";
+}
+
+TEST(Simulator, ConcurrentAllReducesShareANicFairly) {
+  Outcome alone = simulate_text(dp_all_reduce("world[tp=0]"), test_cluster(2, 4));
+  ASSERT_TRUE(alone.report) << alone.errors;
+  EXPECT_NEAR(alone.report->step_time_s, 1 * kMs, 1e-12);
+  Outcome four = simulate_text(dp_all_reduce("world"), test_cluster(2, 4));
+  ASSERT_TRUE(four.report) << four.errors;
+  EXPECT_NEAR(four.report->step_time_s, 4 * kMs, 1e-12);
+  EXPECT_EQ(four.report->num_flows, 8);
+  EXPECT_EQ(four.report->num_classes, 1);  // every rank runs the same program
+
+  SimOptions exact;
+  exact.symmetry = false;
+  Outcome per_device = simulate_text(dp_all_reduce("world"), test_cluster(2, 4), exact);
+  ASSERT_TRUE(per_device.report) << per_device.errors;
+  EXPECT_NEAR(per_device.report->step_time_s, 4 * kMs, 1e-12);
+  EXPECT_EQ(per_device.report->num_classes, 8);
+
+  SimOptions no_sharing;
+  no_sharing.bandwidth_sharing = false;
+  Outcome unshared = simulate_text(dp_all_reduce("world"), test_cluster(2, 4), no_sharing);
+  ASSERT_TRUE(unshared.report) << unshared.errors;
+  EXPECT_NEAR(unshared.report->step_time_s, 1 * kMs, 1e-12);
+}
+
+// 4 nodes of one GPU: the all-reduce groups {0, 2} and {1, 3} use
+// disjoint NICs, so both take the time of one alone.
+TEST(Simulator, TransfersOnDisjointLinksDoNotSlowEachOther) {
+  Outcome run = simulate_text(R"(mesh world[a=2, b=2]
+func @f {
+  input %g on world : f32[250000]
+  %s = all_reduce(%g) on world over [a] stream grad : f32[250000]
+  return %s
+}
+)",
+                              test_cluster(4, 1));
+  ASSERT_TRUE(run.report) << run.errors;
+  EXPECT_NEAR(run.report->step_time_s, 1 * kMs, 1e-12);
+}
+
+// Arguments (x, w: 16 KiB each; w2: 64 KiB) live all step. a (16 KiB)
+// lives from the first matmul's start to the relu's end, b (16 KiB) from
+// the relu's start to the second matmul's end, c (64 KiB, returned) from
+// its start on: the peak is 96 + 16 + 16 + 64 - 16 = 176 KiB while the
+// second matmul runs.
+const char* kMemoryModule = R"(mesh world[d=1]
+func @f {
+  input %x on world : f32[64, 64]
+  param %w on world : f32[64, 64]
+  param %w2 on world : f32[64, 256]
+  %a = matmul(%x, %w) on world : f32[64, 64]
+  %b = relu(%a) on world : f32[64, 64]
+  %c = matmul(%b, %w2) on world : f32[64, 256]
+  return %c
+}
+)";
+
+TEST(Simulator, PeakMemoryFollowsLiveness) {
+  Outcome run = simulate_text(kMemoryModule, test_cluster(1, 1));
+  ASSERT_TRUE(run.report) << run.errors;
+  ASSERT_EQ(run.report->peak_memory_bytes.size(), 1u);
+  EXPECT_EQ(run.report->peak_memory_bytes[0], 176 * 1024);
+  EXPECT_FALSE(run.report->oom);
+}
+
+TEST(Simulator, OutOfMemoryWhenThePeakExceedsTheGpu) {
+  Outcome run = simulate_text(kMemoryModule, test_cluster(1, 1, 170 * 1024));
+  ASSERT_TRUE(run.report) << run.errors;
+  EXPECT_TRUE(run.report->oom);
+  EXPECT_EQ(run.report->oom_devices, std::vector<ir::Rank>{0});
+  EXPECT_EQ(run.report->memory_capacity_bytes, 170 * 1024);
+}
+
+// Stage 0 computes 1 ms and sends 16 KiB (1.6384 us at 10 GB/s); stage 1
+// waits for it (the bubble), then computes 1 ms.
+TEST(Simulator, PipelineBubbleIsTheWaitForTheOtherStage) {
+  Outcome run = simulate_text(R"(mesh world[pp=2]
+func @f {
+  input %x on world[pp=0] : f32[64, 64]
+  param %w0 on world[pp=0] : f32[64, 64]
+  param %w1 on world[pp=1] : f32[64, 64]
+  %h = matmul(%x, %w0) on world[pp=0] <stage=0, mb=0, phase=forward> : f32[64, 64]
+  send(%h) on world[pp=0] to world[pp=1] channel 1 stream feature <stage=0, mb=0, phase=forward>
+  %r = recv() on world[pp=1] from world[pp=0] channel 1 stream feature <stage=1, mb=0, phase=forward> : f32[64, 64]
+  %y = matmul(%r, %w1) on world[pp=1] <stage=1, mb=0, phase=forward> : f32[64, 64]
+  return %y
+}
+)",
+                              test_cluster(1, 2));
+  ASSERT_TRUE(run.report) << run.errors;
+  const SimReport& r = *run.report;
+  double transfer = 16384 / 1e10;
+  EXPECT_NEAR(r.step_time_s, 2 * kMs + transfer, 1e-12);
+  EXPECT_EQ(r.critical_device, 1);
+  EXPECT_NEAR(r.breakdown.compute_s, 1 * kMs, 1e-12);
+  EXPECT_NEAR(r.breakdown.bubble_s, 1 * kMs, 1e-12);
+  EXPECT_NEAR(r.breakdown.exposed_comm_s, transfer, 1e-12);
+  EXPECT_NEAR(r.breakdown.idle_s, 0, 1e-12);
+  EXPECT_EQ(r.num_classes, 2);
+}
+
+TEST(Simulator, ThroughputFromBatchAndSequence) {
+  SimOptions options;
+  options.global_batch = 8;
+  options.sequence_length = 1024;
+  Outcome run = simulate_text(kMemoryModule, test_cluster(1, 1), options);
+  ASSERT_TRUE(run.report) << run.errors;
+  EXPECT_NEAR(*run.report->samples_per_s, 8 / 2.5e-3, 1e-6);
+  EXPECT_NEAR(*run.report->tokens_per_s, 8 * 1024 / 2.5e-3, 1e-3);
+  // Model FLOPs: 2*64*64*64 + 2*64*256*64 (matmuls) + 64*64 (relu).
+  EXPECT_DOUBLE_EQ(run.report->model_flops, 2.0 * 64 * 64 * 64 + 2.0 * 64 * 256 * 64 + 64 * 64);
+}
+
+TEST(Simulator, JsonAndTraceCarryTheReport) {
+  SimOptions options;
+  options.record_trace = true;
+  SourceManager sources;
+  DiagnosticEngine diags(sources);
+  std::optional<ir::Module> module = ir::parse_module(sources.add("t.ir", compute_beside_all_reduce("grad")), diags);
+  ASSERT_TRUE(module);
+  std::optional<SimReport> report = simulate(*module, test_cluster(1, 2), options, diags);
+  ASSERT_TRUE(report);
+  std::ostringstream json, trace;
+  print_report_json(json, *report);
+  nlohmann::json j = nlohmann::json::parse(json.str());
+  for (const char* key : {"step_time_s", "samples_per_s", "tokens_per_s", "tflops_per_gpu", "mfu", "peak_memory_bytes",
+                          "memory_capacity_bytes", "oom", "breakdown", "num_devices", "num_ops"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["peak_memory_bytes"].size(), 2u);
+  EXPECT_TRUE(j["samples_per_s"].is_null());
+  write_chrome_trace(trace, *module, module->functions[0], *report);
+  nlohmann::json t = nlohmann::json::parse(trace.str());
+  int spans = 0, counters = 0;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] == "X") {
+      ++spans;
+      EXPECT_LT(e["pid"].get<int>(), 2);
+    }
+    if (e["ph"] == "C") ++counters;
+  }
+  EXPECT_EQ(spans, 4);  // the matmul and the all-reduce on each of the two devices
+  EXPECT_GT(counters, 0);
+}
+
+TEST(Simulator, MeshLargerThanTheClusterIsADiagnostic) {
+  Outcome run = simulate_text(dp_all_reduce("world"), test_cluster(1, 4));
+  EXPECT_FALSE(run.report);
+  EXPECT_NE(run.errors.find("[sim-mesh-too-large]"), std::string::npos) << run.errors;
+}
+
+TEST(Simulator, RankOutsideTheClusterIsADiagnostic) {
+  Outcome run = simulate_text(R"(mesh world[d=2] devices [0, 5]
+func @f {
+  input %g on world : f32[4]
+  return %g
+}
+)",
+                              test_cluster(1, 4));
+  EXPECT_FALSE(run.report);
+  EXPECT_NE(run.errors.find("[sim-bad-device-map]"), std::string::npos) << run.errors;
+}
+
+TEST(Simulator, UnknownFunctionIsADiagnostic) {
+  SimOptions options;
+  options.function = "nope";
+  Outcome run = simulate_text(kMemoryModule, test_cluster(1, 1), options);
+  EXPECT_FALSE(run.report);
+  EXPECT_NE(run.errors.find("[sim-no-function]"), std::string::npos) << run.errors;
+}
+
+// Each rank first waits to receive what the other sends only afterwards.
+TEST(Simulator, AScheduleThatCannotFinishIsADiagnostic) {
+  Outcome run = simulate_text(R"(mesh world[d=2]
+func @f {
+  input %a on world[d=0] : f32[4]
+  input %b on world[d=1] : f32[4]
+  %ra = recv() on world[d=0] from world[d=1] channel 1 : f32[4]
+  send(%a) on world[d=0] to world[d=1] channel 2
+  %rb = recv() on world[d=1] from world[d=0] channel 2 : f32[4]
+  send(%b) on world[d=1] to world[d=0] channel 1
+  return %ra, %rb
+}
+)",
+                              test_cluster(1, 2), {}, /*verify=*/false);
+  EXPECT_FALSE(run.report);
+  EXPECT_NE(run.errors.find("[sim-stuck]"), std::string::npos) << run.errors;
+}
+
+}  // namespace
+}  // namespace dstc::htae
