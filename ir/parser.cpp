@@ -42,6 +42,7 @@ struct Token {
   uint32_t begin = 0;
   uint32_t end = 0;
   std::string_view text;  // for Value and Func: the name without its sigil
+  bool decoded = false;   // a string with escapes: text is not a view of the source
 };
 
 std::string_view describe(const Token& t) {
@@ -53,9 +54,26 @@ std::string_view describe(const Token& t) {
   }
 }
 
-bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-bool is_name_char(char c) { return is_ident_char(c) || c == '.'; }
+// Character classes by table: the lexer's hot path, and locale-independent.
+struct CharClasses {
+  bool ident_start[256] = {};
+  bool ident[256] = {};
+  bool name[256] = {};
+  constexpr CharClasses() {
+    for (int c = 0; c < 256; ++c) {
+      bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+      bool digit = c >= '0' && c <= '9';
+      ident_start[c] = alpha || c == '_';
+      ident[c] = alpha || digit || c == '_';
+      name[c] = ident[c] || c == '.';
+    }
+  }
+};
+constexpr CharClasses kChars;
+
+bool is_ident_start(char c) { return kChars.ident_start[static_cast<unsigned char>(c)]; }
+bool is_ident_char(char c) { return kChars.ident[static_cast<unsigned char>(c)]; }
+bool is_name_char(char c) { return kChars.name[static_cast<unsigned char>(c)]; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 class Lexer {
@@ -159,10 +177,19 @@ class Lexer {
     }
   }
 
-  // The token's text is the decoded string; an unterminated string is Bad.
+  // The token's text is the string's contents: a view of the source when it
+  // has no escapes, else decoded into recent storage (t.decoded). An
+  // unterminated string is BadString.
   void lex_string(Token& t) {
-    ++pos_;
-    decoded_.emplace_back();
+    size_t start = ++pos_;
+    while (pos_ < text_.size() && text_[pos_] != '"' && text_[pos_] != '\\' && text_[pos_] != '\n') ++pos_;
+    if (pos_ < text_.size() && text_[pos_] == '"') {
+      t.kind = Tok::String;
+      t.text = text_.substr(start, pos_ - start);
+      ++pos_;
+      return;
+    }
+    decoded_.emplace_back(text_.substr(start, pos_ - start));
     std::string& s = decoded_.back();
     while (pos_ < text_.size() && text_[pos_] != '"' && text_[pos_] != '\n') {
       char c = text_[pos_++];
@@ -177,6 +204,7 @@ class Lexer {
       ++pos_;
       t.kind = Tok::String;
       t.text = s;
+      t.decoded = true;
     } else {
       t.kind = Tok::BadString;
     }
@@ -208,7 +236,10 @@ class Parser {
 
  private:
   // ---- tokens and errors ----
-  void advance() { tok_ = lexer_.next(); }
+  void advance() {
+    prev_end_ = tok_.end;
+    tok_ = lexer_.next();
+  }
   bool is_word(std::string_view w) const { return tok_.kind == Tok::Ident && tok_.text == w; }
   SourceRange range(const Token& t) const { return {file_, t.begin, std::max(t.end, t.begin + 1)}; }
   SourceRange range(uint32_t begin, uint32_t end) const { return {file_, begin, std::max(end, begin + 1)}; }
@@ -310,13 +341,15 @@ class Parser {
 
   bool parse_devices(DeviceSetId& id) {
     const Mesh& mesh = module_.mesh();
+    uint32_t begin = tok_.begin;
     if (tok_.kind != Tok::Ident)
       return expected(fmt::format("a device set ('{}', '{}[axis=...]')", mesh.name(), mesh.name()));
     if (tok_.text != mesh.name())
       return error(diag::kIrDeviceSet, range(tok_),
                    fmt::format("unknown mesh '{}'; the mesh is '{}'", tok_.text, mesh.name()));
     advance();
-    DeviceSet set;
+    DeviceSet& set = set_;
+    set.ranks.clear();
     if (tok_.kind == Tok::LBrace) {
       advance();
       while (true) {
@@ -338,7 +371,9 @@ class Parser {
         break;
       }
     } else {
-      set = DeviceSet::whole(mesh);
+      set.ranges.resize(static_cast<size_t>(mesh.axis_count()));
+      for (int a = 0; a < mesh.axis_count(); ++a)
+        set.ranges[static_cast<size_t>(a)] = {0, mesh.axes()[static_cast<size_t>(a)].size};
       if (tok_.kind == Tok::LBracket) {
         advance();
         std::vector<bool> seen(static_cast<size_t>(mesh.axis_count()), false);
@@ -378,7 +413,15 @@ class Parser {
         }
       }
     }
-    id = module_.intern_devices(set);
+    if (!set.is_slice()) set.ranges.clear();
+    std::string_view written = lexer_text().substr(begin, prev_end_ - begin);
+    auto cached = device_sets_.find(written);
+    if (cached != device_sets_.end()) {
+      id = cached->second;
+    } else {
+      id = module_.intern_devices(set);
+      device_sets_.emplace(written, id);
+    }
     return true;
   }
 
@@ -465,13 +508,37 @@ class Parser {
   }
 
   // ---- functions ----
+  // A name of digits equal to the value's id is what the printer writes for
+  // an unnamed value; it stays unnamed (no string is kept for it).
+  static std::optional<ValueId> number_name(std::string_view name) {
+    ValueId n = 0;
+    auto [ptr, ec] = std::from_chars(name.data(), name.data() + name.size(), n);
+    if (ec != std::errc() || ptr != name.data() + name.size()) return std::nullopt;
+    return n;
+  }
+  StrId name_id(std::string_view name, ValueId id) {
+    std::optional<ValueId> n = number_name(name);
+    return n && *n == id ? 0 : module_.intern(name);
+  }
+  // The unnamed value a digits-only name stands for, if any.
+  std::optional<ValueId> unnamed_value(std::string_view name) const {
+    std::optional<ValueId> n = number_name(name);
+    if (n && *n < function_->values.size() && function_->values[*n].name == 0) return n;
+    return std::nullopt;
+  }
+
   bool define(std::string_view name, const Token& at, ValueId id) {
-    auto [it, inserted] = names_.emplace(name, id);
-    if (!inserted) {
+    std::optional<ValueId> earlier;
+    if (std::optional<ValueId> unnamed = unnamed_value(name); unnamed && *unnamed != id) earlier = unnamed;
+    if (!earlier) {
+      if (auto it = names_.find(name); it != names_.end()) earlier = it->second;
+    }
+    if (earlier) {
       diags_.error(diag::kIrRedefinedValue, range(at), fmt::format("value %{} is defined twice", name))
-          .note(function_->value_range(it->second), "first defined here");
+          .note(function_->value_range(*earlier), "first defined here");
       return false;
     }
+    if (function_->values[id].name != 0) names_.emplace(name, id);
     return true;
   }
 
@@ -525,7 +592,9 @@ class Parser {
     if (!expect_word("on") || !parse_devices(devices) || !expect(Tok::Colon, "':' and the type") || !parse_type(type))
       return false;
     if (is_word("sbp") && !parse_layout(layout)) return false;
-    ValueId id = builder.add_arg(name.text, kind, module_.type(type), devices, layout);
+    auto next = static_cast<ValueId>(function_->values.size());
+    ValueId id = builder.add_arg(number_name(name.text) == next ? std::string_view() : name.text, kind,
+                                 module_.type(type), devices, layout);
     function_->value_ranges.resize(function_->values.size());
     function_->value_ranges[id] = range(name);
     return define(name.text, name, id);
@@ -533,11 +602,15 @@ class Parser {
 
   bool parse_operand(ValueId& v) {
     if (tok_.kind != Tok::Value) return expected("a value such as %x");
-    auto it = names_.find(tok_.text);
-    if (it == names_.end())
-      return error(diag::kIrUndefinedValue, range(tok_),
-                   fmt::format("value %{} is not defined before this use", tok_.text));
-    v = it->second;
+    if (std::optional<ValueId> unnamed = unnamed_value(tok_.text)) {
+      v = *unnamed;
+    } else {
+      auto it = names_.find(tok_.text);
+      if (it == names_.end())
+        return error(diag::kIrUndefinedValue, range(tok_),
+                     fmt::format("value %{} is not defined before this use", tok_.text));
+      v = it->second;
+    }
     advance();
     return true;
   }
@@ -588,26 +661,30 @@ class Parser {
         break;
       case AttrType::String:
         if (tok_.kind != Tok::String) return mistyped("a string");
-        strings_.emplace_back(tok_.text);
-        a.s = strings_.back();
+        if (tok_.decoded) {
+          strings_.emplace_back(tok_.text);
+          a.s = strings_.back();
+        } else {
+          a.s = tok_.text;  // a view of the source, which outlives the parse
+        }
         advance();
         break;
       case AttrType::IntList: {
         if (tok_.kind != Tok::LBracket) return mistyped("a list of integers");
         advance();
-        lists_.emplace_back();
-        std::vector<int64_t>& list = lists_.back();
+        size_t offset = list_arena_.size();
         while (tok_.kind != Tok::RBracket) {
           int64_t v = 0;
           if (!parse_int(v, "an integer")) return false;
-          list.push_back(v);
+          list_arena_.push_back(v);
           if (tok_.kind == Tok::Comma)
             advance();
           else if (tok_.kind != Tok::RBracket)
             return expected("',' or ']'");
         }
         advance();
-        a.list = list;
+        // The arena may still grow: point into it once all attributes are read.
+        list_slots_.push_back({attrs.size(), offset, list_arena_.size() - offset});
         break;
       }
     }
@@ -745,7 +822,8 @@ class Parser {
 
     attrs_.clear();
     strings_.clear();
-    lists_.clear();
+    list_arena_.clear();
+    list_slots_.clear();
     if (tok_.kind == Tok::LBrace) {
       advance();
       while (tok_.kind != Tok::RBrace) {
@@ -756,6 +834,7 @@ class Parser {
           return expected("',' or '}'");
       }
       advance();
+      for (const ListSlot& slot : list_slots_) attrs_[slot.attr].list = {list_arena_.data() + slot.offset, slot.size};
     }
 
     OpSpec spec;
@@ -807,7 +886,8 @@ class Parser {
                      fmt::format("{} results are named but {} types are given", results.size(), types_.size()));
     }
     names_scratch_.clear();
-    for (const Token& r : results) names_scratch_.push_back(module_.intern(r.text));
+    for (size_t i = 0; i < results.size(); ++i)
+      names_scratch_.push_back(name_id(results[i].text, static_cast<ValueId>(function_->values.size() + i)));
 
     spec.operands = operands_;
     spec.attrs = attrs_;
@@ -840,6 +920,7 @@ class Parser {
   DiagnosticEngine& diags_;
   Lexer lexer_;
   Token tok_;
+  uint32_t prev_end_ = 0;  // end of the token before tok_
   Module module_;
   Function* function_ = nullptr;
   std::unordered_map<std::string_view, ValueId> names_;
@@ -848,7 +929,15 @@ class Parser {
   std::vector<ValueId> operands_;
   std::vector<AttrValue> attrs_;
   std::deque<std::string> strings_;
-  std::deque<std::vector<int64_t>> lists_;
+  struct ListSlot {
+    size_t attr;
+    size_t offset;
+    size_t size;
+  };
+  std::vector<int64_t> list_arena_;
+  std::vector<ListSlot> list_slots_;
+  DeviceSet set_;                                                  // scratch for parse_devices
+  std::unordered_map<std::string_view, DeviceSetId> device_sets_;  // by their text
   std::vector<TypeId> types_;
   std::vector<LayoutId> layouts_;
   std::vector<StrId> names_scratch_;

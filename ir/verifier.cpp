@@ -82,16 +82,16 @@ class Verifier {
   bool verify_attrs(const Function& f, OpId i, const OpInfo& info) {
     const Op& op = f.ops[i];
     bool ok = true;
-    std::vector<bool> seen(info.attrs.size(), false);
+    uint64_t seen = 0;  // bit per attribute slot
     for (const Attr& a : f.attrs(op)) {
       if (a.slot >= info.attrs.size()) {
         report(diag::kIrAttribute, f, i, "an attribute the op kind does not have");
         return false;
       }
       const AttrSpec& spec = info.attrs[a.slot];
-      if (seen[a.slot])
+      if (seen & (1ull << a.slot))
         ok = (report(diag::kIrAttribute, f, i, fmt::format("attribute '{}' is given twice", spec.name)), false);
-      seen[a.slot] = true;
+      seen |= 1ull << a.slot;
       bool type_ok = a.type == spec.type || (spec.type == AttrType::Float && a.type == AttrType::Int);
       if (!type_ok)
         ok = (report(diag::kIrAttribute, f, i,
@@ -99,7 +99,7 @@ class Verifier {
               false);
     }
     for (size_t s = 0; s < info.attrs.size(); ++s) {
-      if (info.attrs[s].required && !seen[s])
+      if (info.attrs[s].required && !(seen & (1ull << s)))
         ok = (report(diag::kIrAttribute, f, i, fmt::format("missing required attribute '{}'", info.attrs[s].name)),
               false);
     }
@@ -231,11 +231,12 @@ class Verifier {
     for (uint16_t r = 0; r < op.result_count; ++r) check_layout(f, op.first_result + r, i);
     if (!ok || info.infer == nullptr) return;
 
-    std::vector<TensorType> operand_types;
-    for (ValueId v : operands) operand_types.push_back(m_.value_type(f, v));
+    operand_types_.clear();
+    for (ValueId v : operands) operand_types_.push_back(m_.value_type(f, v));
     AttrReader attrs(m_, f, op);
-    OpContext ctx{operand_types, attrs, group_size(m_, op)};
-    std::vector<TensorType> expected;
+    OpContext ctx{operand_types_, attrs, group_size(m_, op)};
+    std::vector<TensorType>& expected = expected_;
+    expected.clear();
     std::string error;
     if (!info.infer(ctx, expected, error)) {
       report(diag::kIrType, f, i, error);
@@ -252,6 +253,8 @@ class Verifier {
 
   const Module& m_;
   DiagnosticEngine& diags_;
+  std::vector<TensorType> operand_types_;  // scratch, reused per op
+  std::vector<TensorType> expected_;
 };
 
 }  // namespace
