@@ -70,9 +70,35 @@ std::vector<Rank> group_of(const Module& module, const Op& op, Rank r) {
     return group;
   }
   if (!module.contains(op.devices, r)) return group;
-  // Members of the set that agree with r outside the group axes, in set order.
-  for (Rank m : module.members(op.devices)) {
-    if (same_outside_axes(module.mesh(), m, r, op.group_axes)) group.push_back(m);
+  const DeviceSet& set = module.devices(op.devices);
+  if (!set.is_slice()) {
+    // Members of the list that agree with r outside the group axes, in list order.
+    for (Rank m : module.members(op.devices)) {
+      if (same_outside_axes(module.mesh(), m, r, op.group_axes)) group.push_back(m);
+    }
+    return group;
+  }
+  // A slice: vary the group axes over their ranges, row-major, keeping r's
+  // other coordinates; O(group size).
+  const Mesh& mesh = module.mesh();
+  std::vector<int> axes;
+  Rank base = r;
+  for (int a = 0; a < mesh.axis_count(); ++a) {
+    if (!(op.group_axes & (1u << a))) continue;
+    axes.push_back(a);
+    base -= (mesh.coord(r, a) - set.ranges[static_cast<size_t>(a)].begin) * mesh.stride(a);
+  }
+  std::vector<int32_t> offset(axes.size(), 0);
+  for (;;) {
+    Rank m = base;
+    for (size_t i = 0; i < axes.size(); ++i) m += offset[i] * mesh.stride(axes[i]);
+    group.push_back(m);
+    size_t i = axes.size();
+    while (i > 0 && ++offset[i - 1] == set.ranges[static_cast<size_t>(axes[i - 1])].size()) {
+      offset[i - 1] = 0;
+      --i;
+    }
+    if (i == 0) break;
   }
   return group;
 }
