@@ -1,5 +1,6 @@
-// HTAE: flow-engine events per second under heavy link sharing, and routing
-// on a 4096-GPU cluster.
+// HTAE: flow-engine events per second under heavy link sharing, routing on
+// a 4096-GPU cluster, and whole-step simulation of synthetic GPT-like
+// modules from 8 to 4096 GPUs (simulated ops per second).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -7,7 +8,9 @@
 
 #include "htae/cluster_spec.h"
 #include "htae/flow_engine.h"
+#include "htae/simulator.h"
 #include "htae/topology.h"
+#include "tests/unit/htae/synthetic_gpt.h"
 
 namespace {
 
@@ -85,5 +88,50 @@ void BM_HtaeRoute4096(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_HtaeRoute4096);
+
+// One training step of a synthetic GPT (tests/unit/htae/synthetic_gpt.h)
+// on DGX A100 nodes: args pp, dp, tp, layers, micro-batches, symmetry. Items
+// are op executions summed over devices (an op on a 128-GPU stage counts
+// 128); the counters give IR ops and device ops simulated per second.
+void BM_HtaeSimulateGpt(benchmark::State& state) {
+  dstc::htae::testing::GptShape shape;
+  shape.pp = static_cast<int>(state.range(0));
+  shape.dp = static_cast<int>(state.range(1));
+  shape.tp = static_cast<int>(state.range(2));
+  shape.layers = static_cast<int>(state.range(3));
+  shape.micro = static_cast<int>(state.range(4));
+  dstc::ir::Module module = dstc::htae::testing::synthetic_gpt(shape);
+  int64_t gpus = int64_t{shape.pp} * shape.dp * shape.tp;
+  ClusterSpec cluster = dgx_a100((gpus + 7) / 8);
+  SimOptions options;
+  options.symmetry = state.range(5) != 0;
+  dstc::SourceManager sources;
+  dstc::DiagnosticEngine diags(sources);
+  SimReport last;
+  for (auto _ : state) {
+    std::optional<SimReport> report = simulate(module, cluster, options, diags);
+    if (!report) throw std::runtime_error("simulation failed");
+    last = std::move(*report);
+  }
+  auto iterations = static_cast<double>(state.iterations());
+  state.SetItemsProcessed(state.iterations() * last.num_device_ops);
+  state.counters["gpus"] = static_cast<double>(gpus);
+  state.counters["ir_ops"] = static_cast<double>(last.num_ops);
+  state.counters["device_ops"] = static_cast<double>(last.num_device_ops);
+  state.counters["classes"] = static_cast<double>(last.num_classes);
+  state.counters["flows"] = static_cast<double>(last.num_flows);
+  state.counters["ir_ops_per_s"] =
+      benchmark::Counter(static_cast<double>(last.num_ops) * iterations, benchmark::Counter::kIsRate);
+  state.counters["step_ms"] = last.step_time_s * 1e3;
+}
+BENCHMARK(BM_HtaeSimulateGpt)
+    ->ArgNames({"pp", "dp", "tp", "layers", "micro", "sym"})
+    ->Args({2, 2, 2, 8, 8, 1})
+    ->Args({4, 2, 4, 16, 8, 1})
+    ->Args({4, 4, 8, 32, 16, 1})
+    ->Args({4, 4, 8, 32, 16, 0})
+    ->Args({8, 16, 8, 96, 16, 1})
+    ->Args({16, 32, 8, 96, 32, 1})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace

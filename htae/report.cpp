@@ -71,8 +71,8 @@ void print_report_text(std::ostream& out, const SimReport& r) {
   out << fmt::format("    exposed comm {:>12}  {:5.1f}%\n", duration(b.exposed_comm_s), share(b.exposed_comm_s));
   out << fmt::format("    bubble       {:>12}  {:5.1f}%\n", duration(b.bubble_s), share(b.bubble_s));
   out << fmt::format("    idle         {:>12}  {:5.1f}%\n", duration(b.idle_s), share(b.idle_s));
-  out << fmt::format("  simulated      {} devices ({} classes), {} ops ({} on devices), {} transfers\n", r.num_devices,
-                     r.num_classes, r.num_ops, r.num_device_ops, r.num_flows);
+  out << fmt::format("  simulated      {} devices as {} class{}, {} ops ({} on devices), {} transfers\n", r.num_devices,
+                     r.num_classes, r.num_classes == 1 ? "" : "es", r.num_ops, r.num_device_ops, r.num_flows);
 }
 
 void print_report_json(std::ostream& out, const SimReport& r) {

@@ -13,6 +13,7 @@
 #include "htae/report.h"
 #include "ir/parser.h"
 #include "ir/verifier.h"
+#include "tests/unit/htae/synthetic_gpt.h"
 
 namespace dstc::htae {
 namespace {
@@ -339,6 +340,49 @@ func @f {
                               test_cluster(1, 2), {}, /*verify=*/false);
   EXPECT_FALSE(run.report);
   EXPECT_NE(run.errors.find("[sim-stuck]"), std::string::npos) << run.errors;
+}
+
+}  // namespace
+}  // namespace dstc::htae
+
+namespace dstc::htae {
+namespace {
+
+ClusterSpec dgx_a100(int64_t nodes) {
+  SourceManager sources;
+  DiagnosticEngine diags(sources);
+  auto spec =
+      load_cluster(sources, diags, std::string(DSTC_SOURCE_DIR) + "/stdlib/clusters/dgx-a100.toml", {.nodes = nodes});
+  EXPECT_TRUE(spec);
+  return spec.value_or(ClusterSpec{});
+}
+
+// On a module whose tp/dp ranks of a stage are interchangeable, one class
+// per stage gives what simulating every device gives.
+TEST(Simulator, SymmetricClassesMatchPerDeviceSimulation) {
+  ir::Module m = testing::synthetic_gpt({.pp = 2, .dp = 2, .tp = 4, .layers = 4, .micro = 4});
+  SourceManager sources;
+  DiagnosticEngine diags(sources);
+  ASSERT_TRUE(ir::verify_module(m, diags));
+  ClusterSpec cluster = dgx_a100(2);
+  SimOptions symmetric, exact;
+  exact.symmetry = false;
+  std::optional<SimReport> a = simulate(m, cluster, symmetric, diags);
+  std::optional<SimReport> b = simulate(m, cluster, exact, diags);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->num_classes, 2);
+  EXPECT_EQ(b->num_classes, 16);
+  EXPECT_DOUBLE_EQ(a->step_time_s, b->step_time_s);
+  EXPECT_EQ(a->peak_memory_bytes, b->peak_memory_bytes);
+  EXPECT_EQ(a->num_flows, b->num_flows);
+  EXPECT_DOUBLE_EQ(a->breakdown.bubble_s, b->breakdown.bubble_s);
+  EXPECT_GT(a->breakdown.bubble_s, 0);
+
+  SimOptions serial;
+  serial.executor = ExecutorKind::program_order;
+  std::optional<SimReport> c = simulate(m, cluster, serial, diags);
+  ASSERT_TRUE(c);
+  EXPECT_GT(c->step_time_s, a->step_time_s);
 }
 
 }  // namespace
