@@ -29,12 +29,10 @@ const SearchSpace* FrontendResult::find_search(std::string_view name) const {
   return nullptr;
 }
 
-std::unique_ptr<FrontendResult> check_files(const std::vector<std::string>& paths,
-                                            const std::vector<std::string>& defines, SourceManager& sources,
-                                            DiagnosticEngine& diags) {
-  auto result = std::make_unique<FrontendResult>();
-  result->defines = parse_defines(defines, diags);
-  result->program = load_program(paths, sources, diags);
+namespace {
+
+// Elaborates what the program's root files declare.
+void check_program(FrontendResult* result, DiagnosticEngine& diags) {
   const Program& program = *result->program;
   std::set<std::string> parameter_names;
   std::set<std::string> failed_models;  // their strategies would repeat the model's errors
@@ -93,6 +91,27 @@ std::unique_ptr<FrontendResult> check_files(const std::vector<std::string>& path
           fmt::format("-D {}: no model or strategy in the checked files has a parameter named '{}'", d.name, d.name));
     }
   }
+}
+
+}  // namespace
+
+std::unique_ptr<FrontendResult> check_files(const std::vector<std::string>& paths,
+                                            const std::vector<std::string>& defines, SourceManager& sources,
+                                            DiagnosticEngine& diags) {
+  auto result = std::make_unique<FrontendResult>();
+  result->defines = parse_defines(defines, diags);
+  result->program = load_program(paths, sources, diags);
+  check_program(result.get(), diags);
+  return result;
+}
+
+std::unique_ptr<FrontendResult> check_text(const std::string& path, std::string text,
+                                           const std::vector<std::string>& defines, SourceManager& sources,
+                                           DiagnosticEngine& diags) {
+  auto result = std::make_unique<FrontendResult>();
+  result->defines = parse_defines(defines, diags);
+  result->program = load_program_text(path, std::move(text), sources, diags);
+  check_program(result.get(), diags);
   return result;
 }
 

@@ -62,6 +62,12 @@ std::unique_ptr<FrontendResult> check_files(const std::vector<std::string>& path
                                             const std::vector<std::string>& defines, SourceManager& sources,
                                             DiagnosticEngine& diags);
 
+// The same for one file's text held in memory (tests, fuzzing); its imports
+// are still read from disk.
+std::unique_ptr<FrontendResult> check_text(const std::string& path, std::string text,
+                                           const std::vector<std::string>& defines, SourceManager& sources,
+                                           DiagnosticEngine& diags);
+
 // What the front end needs to know of a cluster.
 struct ClusterFacts {
   int64_t num_devices = 0;
