@@ -16,11 +16,6 @@ Command add_unavailable_command(CLI::App& root, const std::string& name, const s
 
 }  // namespace
 
-Command add_compile_command(CLI::App& root) {
-  return add_unavailable_command(root, "compile", "Compile a strategy to IR; --simulate predicts its performance",
-                                 "the strategy compiler");
-}
-
 Command add_verify_command(CLI::App& root) {
   return add_unavailable_command(root, "verify",
                                  "Prove on the CPU that a strategy computes what the single-device model computes",

@@ -21,6 +21,7 @@ struct ScheduleRequest {
   int32_t micro_batches = 1;
   // Forward micro-batches a rank may have in flight before their backward
   // (Proteus's max_ongoing_micro_batch); 0 means the schedule's own limit.
+  // The interleaved schedule keeps Megatron-LM's warm-up and ignores it.
   int32_t max_ongoing = 0;
   bool forward_only = false;  // inference: forwards only
 };

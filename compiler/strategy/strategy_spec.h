@@ -67,10 +67,12 @@ struct ScheduleConfig {
 
 // `pipeline blocks over pp`: the children of `node` are cut into contiguous
 // stages (ranks × virtual stages of them); what comes before the node joins
-// the first stage and what comes after the last.
+// the first stage and what comes after the last. Or explicit stages:
+// `stage_of_node` gives a node's pipeline coordinate (-1: its parent's).
 struct PipelineConfig {
   int32_t axis = -1;  // mesh axis of the pipeline; -1: no pipeline
   int32_t node = -1;
+  std::vector<int32_t> stage_of_node;
   SourceRange where;
 };
 

@@ -73,7 +73,26 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
 
   // Stages: the pipelined node's children, cut into contiguous groups.
   out.stage_of_op.assign(graph.ops.size(), 0);
-  if (pipelined) {
+  if (pipelined && !spec.pipeline.stage_of_node.empty()) {
+    // Explicit stages: each op runs on its nearest placed ancestor's stage.
+    out.pipeline_ranks = spec.mesh.axes()[spec.pipeline.axis].size;
+    out.num_stages = out.pipeline_ranks;
+    if (root.virtual_stages != 1) {
+      diags.error(dstc::diag::schedule_unavailable, schedule_where,
+                  "virtual stages need `pipeline NODE over AXIS`, not explicit stage lists");
+      return std::nullopt;
+    }
+    int32_t current = 0;
+    for (size_t op = 0; op < graph.ops.size(); ++op) {
+      for (int32_t n = graph.ops[op].node; n >= 0; n = graph.nodes[n].parent) {
+        if (spec.pipeline.stage_of_node[n] >= 0) {
+          current = spec.pipeline.stage_of_node[n];
+          break;
+        }
+      }
+      out.stage_of_op[op] = current;
+    }
+  } else if (pipelined) {
     out.pipeline_ranks = spec.mesh.axes()[spec.pipeline.axis].size;
     out.num_stages = out.pipeline_ranks * root.virtual_stages;
     const std::vector<int32_t>& children = graph.nodes[spec.pipeline.node].children;
@@ -129,7 +148,10 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
     }
     table = std::get<schedule::ScheduleTable>(std::move(generated));
   }
-  if (!table || !schedule::check_schedule(*table, {!spec.train.training, root.max_ongoing, schedule_where}, diags))
+  // Interleaving keeps more chunk-forwards in flight by design (its warm-up
+  // is Megatron-LM's); max_ongoing bounds the other schedules.
+  int32_t max_ongoing = root.kind == schedule::ScheduleKind::Interleaved && !root.table ? 0 : root.max_ongoing;
+  if (!table || !schedule::check_schedule(*table, {!spec.train.training, max_ongoing, schedule_where}, diags))
     return std::nullopt;
   out.table = std::move(*table);
   if (diags.error_count() != errors_before) return std::nullopt;

@@ -1,0 +1,163 @@
+// dstc compile FILE: lowers a strategy to verified explicit-schedule IR and
+// writes it (--emit ir|ranks|dot|tree), explains every config (--explain),
+// or predicts its performance on the cluster (--simulate).
+#include <fstream>
+#include <ostream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "compiler/bridge/bridge.h"
+#include "compiler/compile_strategy.h"
+#include "compiler/driver/cli.h"
+#include "compiler/driver/command.h"
+#include "compiler/driver/strategy_loading.h"
+#include "compiler/explain/strategy_tree_printer.h"
+#include "htae/report.h"
+#include "htae/simulator.h"
+#include "ir/dot.h"
+#include "ir/printer.h"
+#include "ir/projection.h"
+#include "ir/verifier.h"
+
+namespace dstc {
+namespace {
+
+struct CompileOptions {
+  StrategyRequest request;
+  std::string emit;
+  int32_t rank = -1;
+  bool explain = false;
+  std::string output;
+  bool simulate = false;
+  std::string format = "text";
+  std::string trace;
+  std::string profile;
+  std::string executor = "htae";
+  bool no_bandwidth_sharing = false;
+  bool no_overlap = false;
+};
+
+std::optional<int64_t> sequence_length(const frontend::Model& model) {
+  for (frontend::TensorId t : model.inputs) {
+    const auto& dims = model.tensors[t].dims;
+    if (dims.size() >= 2 && dims[0].name == model.batch_dim) return dims[1].size;
+  }
+  return std::nullopt;
+}
+
+int simulate(CommandContext& ctx, const CompileOptions& o, const LoadedStrategy& loaded,
+             const compiler::CompiledStrategy& compiled, SourceManager& sources, DiagnosticEngine& diags) {
+  std::optional<htae::ProfileDatabase> profile;
+  if (!o.profile.empty()) {
+    profile = htae::ProfileDatabase::load(sources, diags, o.profile);
+    if (!profile) return kExitInputErrors;
+  }
+  const frontend::Strategy& s = loaded.strategy->strategy;
+  htae::SimOptions options;
+  options.global_batch = s.run.batch * s.run.accumulate;
+  // Tokens per second only for models whose first input is [batch, seq, ...].
+  if (std::optional<int64_t> seq = sequence_length(*s.model); seq && *seq > 1) options.sequence_length = *seq;
+  options.profile = profile ? &*profile : nullptr;
+  options.bandwidth_sharing = !o.no_bandwidth_sharing;
+  options.overlap = !o.no_overlap;
+  options.executor = *htae::parse_executor(o.executor);
+  options.record_trace = !o.trace.empty();
+  std::optional<htae::SimReport> report = htae::simulate(compiled.module, loaded.cluster, options, diags);
+  if (!report) return kExitInputErrors;
+  if (o.format == "json") {
+    htae::print_report_json(ctx.out, *report);
+  } else {
+    htae::print_report_text(ctx.out, *report);
+  }
+  if (!o.trace.empty()) {
+    std::ofstream trace(o.trace);
+    if (!trace) {
+      ctx.err << fmt::format("dstc compile: error: cannot write the trace to '{}'\n", o.trace);
+      return kExitUsage;
+    }
+    htae::write_chrome_trace(trace, compiled.module, compiled.module.functions.front(), *report);
+  }
+  return kExitSuccess;
+}
+
+int run_compile(CommandContext& ctx, const CompileOptions& o) {
+  SourceManager sources;
+  DiagnosticEngine diags(sources);
+  auto finish = [&](int code) {
+    diags.render(ctx.err, ctx.color);
+    return code;
+  };
+  std::optional<LoadedStrategy> loaded = load_strategy(o.request, sources, diags);
+  if (!loaded) return finish(kExitInputErrors);
+  std::optional<compiler::BridgedProgram> bridged = compiler::bridge_strategy(loaded->strategy->strategy, diags);
+  if (!bridged) return finish(kExitInputErrors);
+  std::optional<compiler::CompiledStrategy> compiled =
+      compiler::compile_strategy(bridged->graph, bridged->spec, sources, diags);
+  if (!compiled) return finish(kExitInputErrors);
+  if (!ir::verify_module(compiled->module, diags)) {
+    ctx.err << "dstc: internal error: the compiler produced IR that does not verify:\n";
+    return finish(kExitInternal);
+  }
+
+  std::ostringstream text;
+  if (o.explain) text << compiler::print_strategy_tree(bridged->graph, bridged->spec, *compiled, true);
+  if (o.emit == "tree") text << compiler::print_strategy_tree(bridged->graph, bridged->spec, *compiled, false);
+  if (o.emit == "ir") text << ir::print_module(compiled->module);
+  if (o.emit == "dot") text << ir::export_dot(compiled->module);
+  if (o.emit == "ranks") {
+    const ir::Function& f = compiled->module.functions.front();
+    int32_t devices = compiled->module.mesh().size();
+    if (o.rank >= devices) {
+      ctx.err << fmt::format("dstc compile: error: --rank {} is outside the mesh's {} devices\n", o.rank, devices);
+      return finish(kExitUsage);
+    }
+    for (int32_t r = o.rank < 0 ? 0 : o.rank; r < (o.rank < 0 ? devices : o.rank + 1); ++r)
+      text << ir::print_rank_program(compiled->module, f, ir::project_rank(compiled->module, f, r));
+  }
+  if (!o.output.empty()) {
+    std::ofstream file(o.output);
+    if (!(file << text.str())) {
+      ctx.err << fmt::format("dstc compile: error: cannot write '{}'\n", o.output);
+      return finish(kExitUsage);
+    }
+  } else {
+    ctx.out << text.str();
+  }
+  if (o.simulate) return finish(simulate(ctx, o, *loaded, *compiled, sources, diags));
+  if (o.emit.empty() && !o.explain) {
+    const ir::Function& f = compiled->module.functions.front();
+    ctx.out << fmt::format("{}: compiled to {} ops on {} devices ({} pipeline stage{}); verified\n",
+                           loaded->strategy->strategy.name, f.ops.size(), compiled->module.mesh().size(),
+                           compiled->resolved.num_stages, compiled->resolved.num_stages == 1 ? "" : "s");
+  }
+  return finish(kExitSuccess);
+}
+
+}  // namespace
+
+Command add_compile_command(CLI::App& root) {
+  auto o = std::make_shared<CompileOptions>();
+  CLI::App* sub = root.add_subcommand("compile", "Compile a strategy to IR; --simulate predicts its performance");
+  sub->add_option("file", o->request.file, "The .dstrat file")->required();
+  sub->add_option("--strategy", o->request.strategy, "The strategy to compile (default: the file's only one)");
+  sub->add_option("-D", o->request.defines, "Set a model or strategy parameter: -D name=value")
+      ->allow_extra_args(false);
+  sub->add_option("--emit", o->emit, "Write the IR, per-rank programs, a Graphviz graph or the strategy tree")
+      ->check(CLI::IsMember({"ir", "ranks", "dot", "tree"}));
+  sub->add_option("--rank", o->rank, "With --emit=ranks: only this device's program")->check(CLI::NonNegativeNumber);
+  sub->add_flag("--explain", o->explain, "Print every node's final config and where it came from");
+  sub->add_option("-o,--output", o->output, "Write the emitted text to this file");
+  sub->add_flag("--simulate", o->simulate, "Predict step time, throughput and memory on the cluster");
+  sub->add_option("--cluster", o->request.cluster, "Simulate on this cluster file instead of the strategy's");
+  sub->add_option("--format", o->format, "Simulation report: text or json")->check(CLI::IsMember({"text", "json"}));
+  sub->add_option("--trace", o->trace, "Write a Chrome trace (Perfetto) of the simulated step");
+  sub->add_option("--profile", o->profile, "Measured op and collective times (dstc calibrate)");
+  sub->add_option("--executor", o->executor, "htae, or program-order (DistIR: one op at a time per device)")
+      ->check(CLI::IsMember({"htae", "program-order"}));
+  sub->add_flag("--no-bandwidth-sharing", o->no_bandwidth_sharing, "Give every transfer its route's full bandwidth");
+  sub->add_flag("--no-overlap", o->no_overlap, "Do not slow computation during gradient communication");
+  return {sub, [o](CommandContext& ctx) { return run_compile(ctx, *o); }};
+}
+
+}  // namespace dstc

@@ -1,0 +1,87 @@
+#include "compiler/explain/strategy_tree_printer.h"
+
+#include <fmt/format.h>
+
+#include "compiler/sbp/signature.h"
+
+namespace dstc::compiler {
+namespace {
+
+std::string layout_text(const ir::Mesh& mesh, const ir::Layout& layout) {
+  std::string out;
+  for (size_t a = 0; a < layout.size(); ++a)
+    out += fmt::format("{}{}={}", a ? ", " : "", mesh.axes()[a].name, to_string(layout[a]));
+  return out;
+}
+
+std::string schedule_text(const ResolvedSchedule& s) {
+  std::string kind(schedule::schedule_kind_name(s.kind));
+  if (s.kind == schedule::ScheduleKind::Interleaved) kind += fmt::format("({})", s.virtual_stages);
+  if (s.table) kind = fmt::format("table(\"{}\")", *s.table);
+  std::string out =
+      fmt::format("micro_batches={} kind={} recompute={}", s.micro_batches, kind, s.recompute ? "on" : "off");
+  if (s.max_ongoing > 0) out += fmt::format(" max_ongoing={}", s.max_ongoing);
+  return out;
+}
+
+}  // namespace
+
+std::string print_strategy_tree(const LogicalGraph& graph, const StrategySpec& spec, const CompiledStrategy& compiled,
+                                bool reasons) {
+  const ResolvedStrategy& r = compiled.resolved;
+  std::string mesh;
+  for (const ir::MeshAxis& a : spec.mesh.axes())
+    mesh += fmt::format("{}{}={}", mesh.empty() ? "" : ", ", a.name, a.size);
+  std::string out =
+      fmt::format("strategy {}: mesh [{}] ({} devices), {} pipeline stage{}, {} micro-batch{}, {}\n", spec.name, mesh,
+                  spec.mesh.size(), r.num_stages, r.num_stages == 1 ? "" : "s", r.micro_batches,
+                  r.micro_batches == 1 ? "" : "es", spec.train.training ? "training" : "inference");
+
+  std::vector<int> depth(graph.nodes.size(), 0);
+  for (size_t n = 1; n < graph.nodes.size(); ++n) depth[n] = depth[graph.nodes[n].parent] + 1;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const TreeNode& node = graph.nodes[n];
+    std::string indent(2 * depth[n], ' ');
+    std::string name = n == 0 ? "(model)" : node.path.substr(node.path.find_last_of('.') + 1);
+    if (n > 0 && node.path.back() == ']') name = node.path.substr(node.path.find_last_of('['));
+    out += fmt::format("{}{} {}", indent, name, node.kind);
+    const ResolvedSchedule& s = r.schedule[n];
+    bool set_here = s.set_at == static_cast<int32_t>(n);
+    if (!node.leaf() && (n == 0 || set_here)) {
+      out += "  schedule " + schedule_text(s);
+      if (reasons) out += set_here ? " (user)" : " (default)";
+    }
+    if (node.leaf() && !node.ops.empty()) out += fmt::format("  stage {}", r.stage_of_op[node.ops.front()]);
+    if (node.leaf() && reasons && s.recompute) {
+      const std::string& from = graph.nodes[s.set_at].path;
+      out += fmt::format("  recompute (inherited from {})", from.empty() ? "the model" : from);
+    }
+    out += "\n";
+    for (int32_t op : node.ops) {
+      out += fmt::format("{}  {}", indent, op_type_name(graph.ops[op].type));
+      const OpSbp& sbp = compiled.sbp.ops[op];
+      for (size_t a = 0; a < sbp.axes.size(); ++a) {
+        out += fmt::format("  {}={}", spec.mesh.axes()[a].name, to_string(sbp.axes[a].compute));
+        if (reasons) out += fmt::format(" ({})", reason_name(sbp.reasons[a]));
+      }
+      out += "\n";
+    }
+    for (int32_t t : node.params) {
+      const Tensor& p = graph.tensors[t];
+      bool used = false;
+      for (const LogicalOp& op : graph.ops)
+        for (const Operand& in : op.inputs) used |= in.tensor == t;
+      if (!used) continue;
+      std::string param = p.name.substr(p.name.find_last_of('.') + 1);
+      out += fmt::format("{}  param {} [{}]", indent, param, layout_text(spec.mesh, compiled.sbp.layouts[t]));
+      const ParamMemoryConfig& m = spec.memory[t];
+      if (m.grad) out += fmt::format(" grad [{}]", layout_text(spec.mesh, m.grad->layout));
+      if (m.optimizer) out += fmt::format(" optimizer [{}]", layout_text(spec.mesh, m.optimizer->layout));
+      if (reasons) out += m.value ? " (user)" : " (as its first use reads it)";
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace dstc::compiler
