@@ -1,0 +1,26 @@
+// The precision the reference executor stores floating-point values in.
+// Kernels compute in double and round every float result to it, so a value
+// is always a number of the storage type.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "backends/reference/host_tensor.h"
+
+namespace dstc::reference {
+
+enum class Arithmetic : uint8_t {
+  F32,     // every float value is a float32, whatever its IR dtype
+  F64,     // every float value is a float64
+  Native,  // each value in its IR dtype (bf16 and f16 rounded to nearest even)
+};
+
+std::optional<Arithmetic> parse_arithmetic(std::string_view name);
+std::string_view arithmetic_name(Arithmetic a);
+
+// Rounds every element of a float tensor to the storage precision.
+void round_to_storage(HostTensor& t, Arithmetic a);
+
+}  // namespace dstc::reference

@@ -1,0 +1,161 @@
+#include "backends/reference/compute_ops.h"
+
+#include <fmt/format.h>
+
+#include "backends/reference/kernels.h"
+#include "backends/reference/logical_layout.h"
+#include "ir/registry.h"
+
+namespace dstc::reference {
+
+namespace {
+
+using ir::OpKind;
+
+int normalized(int64_t dim, int rank) { return static_cast<int>(dim < 0 ? dim + rank : dim); }
+
+// A pair attribute ([h, w]) or its default.
+void pair_attr(const ir::AttrReader& attrs, std::string_view name, int64_t (&out)[2]) {
+  std::span<const int64_t> v = attrs.ints(name);
+  if (v.size() == 2) {
+    out[0] = v[0];
+    out[1] = v[1];
+  } else if (v.size() == 1) {
+    out[0] = out[1] = v[0];
+  }
+}
+
+kernels::Conv2dParams conv_params(const ir::AttrReader& attrs) {
+  kernels::Conv2dParams p;
+  pair_attr(attrs, "stride", p.stride);
+  pair_attr(attrs, "padding", p.padding);
+  p.groups = attrs.integer("groups");
+  return p;
+}
+
+kernels::PoolParams pool_params(const ir::AttrReader& attrs) {
+  kernels::PoolParams p;
+  pair_attr(attrs, "kernel", p.kernel);
+  p.stride[0] = p.kernel[0];
+  p.stride[1] = p.kernel[1];
+  pair_attr(attrs, "stride", p.stride);
+  pair_attr(attrs, "padding", p.padding);
+  return p;
+}
+
+// First table row a device holds: `offset`, or its coordinate on mesh axis
+// `offset_axis` times its rows.
+int64_t first_row(const DeviceContext& ctx, const ir::AttrReader& attrs, int64_t rows) {
+  int64_t axis = attrs.integer("offset_axis");
+  if (axis < 0 || axis >= ctx.module.mesh().axis_count()) return attrs.integer("offset");
+  return ctx.module.mesh().coord(ctx.rank, static_cast<int>(axis)) * rows;
+}
+
+int32_t axis_coord(const DeviceContext& ctx, const ir::AttrReader& attrs) {
+  return ctx.module.mesh().coord(ctx.rank, static_cast<int>(attrs.integer("axis")));
+}
+
+}  // namespace
+
+std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* const> in, std::span<HostTensor> out) {
+  ir::AttrReader attrs(ctx.module, ctx.function, ctx.op);
+  auto x = [&](size_t i) -> const HostTensor& { return *in[i]; };
+  HostTensor& y = out[0];
+  switch (ctx.op.kind) {
+    case OpKind::Matmul:
+      kernels::matmul(x(0), x(1), attrs.boolean("transpose_a"), attrs.boolean("transpose_b"), y);
+      return {};
+    case OpKind::Einsum: kernels::einsum(attrs.string("spec"), in, y); return {};
+    case OpKind::Add: kernels::binary(kernels::Binary::Add, x(0), x(1), y); return {};
+    case OpKind::Sub: kernels::binary(kernels::Binary::Sub, x(0), x(1), y); return {};
+    case OpKind::Mul: kernels::binary(kernels::Binary::Mul, x(0), x(1), y); return {};
+    case OpKind::Scale: kernels::scale(x(0), attrs.real("factor"), y); return {};
+    case OpKind::Gelu: kernels::gelu(x(0), y); return {};
+    case OpKind::Relu: kernels::relu(x(0), y); return {};
+    case OpKind::Softmax: kernels::softmax(x(0), normalized(attrs.integer("dim"), x(0).rank()), y); return {};
+    case OpKind::LayerNorm: kernels::layernorm(x(0), x(1), x(2), attrs.real("eps"), y); return {};
+    case OpKind::Dropout: {
+      ir::ValueId result = ctx.function.result(ctx.op);
+      const ir::Value& value = ctx.function.values[result];
+      ir::Layout layout = value.layout != ir::kNoLayout ? ctx.module.layout(value.layout) : ir::Layout{};
+      DevicePlacement where = place_on_device(ctx.module, value.devices, layout, y.shape, ctx.rank);
+      if (ctx.op.micro_batch >= 0 && ctx.micro_batches > 1 && !where.offset.empty()) {
+        where.offset[0] += ctx.op.micro_batch * where.logical_shape[0];
+        where.logical_shape[0] *= ctx.micro_batches;
+      }
+      kernels::dropout(x(0), attrs.real("p"), static_cast<uint64_t>(attrs.integer("seed")),
+                       {where.logical_shape, where.offset}, y, out[1]);
+      return {};
+    }
+    case OpKind::Embedding: kernels::embedding(x(0), x(1), first_row(ctx, attrs, x(0).dim(0)), y); return {};
+    case OpKind::CrossEntropy:
+      if (!kernels::cross_entropy(x(0), x(1), attrs.string("reduction") == "mean", y))
+        return "a label is outside the logits' classes";
+      return {};
+    case OpKind::Attention:
+      kernels::attention(x(0), x(1), x(2), attrs.boolean("causal"), attrs.real("scale"), y);
+      return {};
+    case OpKind::Conv2d: kernels::conv2d(x(0), x(1), conv_params(attrs), y); return {};
+    case OpKind::MaxPool2d: kernels::max_pool2d(x(0), pool_params(attrs), y); return {};
+    case OpKind::AvgPool2d: kernels::avg_pool2d(x(0), pool_params(attrs), y); return {};
+    case OpKind::BatchNorm: kernels::batchnorm(x(0), x(1), x(2), attrs.real("eps"), y); return {};
+    case OpKind::Slice:
+      kernels::slice(x(0), normalized(attrs.integer("dim"), x(0).rank()), attrs.integer("start"), y);
+      return {};
+    case OpKind::Concat: kernels::concat(in, normalized(attrs.integer("dim"), x(0).rank()), y); return {};
+    case OpKind::Reshape: kernels::copy_elements(x(0), y); return {};
+    case OpKind::Transpose: kernels::transpose(x(0), attrs.ints("perm"), y); return {};
+    case OpKind::Sum: kernels::sum(x(0), attrs.ints("dims"), y); return {};
+    case OpKind::Fill: kernels::fill(attrs.real("value"), y); return {};
+    case OpKind::Cast: kernels::cast(x(0), y); return {};
+    case OpKind::Shard:
+      kernels::shard(x(0), normalized(attrs.integer("dim"), x(0).rank()), attrs.integer("parts"),
+                     axis_coord(ctx, attrs), y);
+      return {};
+    case OpKind::Unshard:
+      kernels::unshard(x(0), normalized(attrs.integer("dim"), x(0).rank()), axis_coord(ctx, attrs), y);
+      return {};
+    case OpKind::Partialize:
+      if (axis_coord(ctx, attrs) == 0) y.data = x(0).data;
+      return {};
+    case OpKind::GeluGrad: kernels::gelu_grad(x(0), x(1), y); return {};
+    case OpKind::ReluGrad: kernels::relu_grad(x(0), x(1), y); return {};
+    case OpKind::SoftmaxGrad:
+      kernels::softmax_grad(x(0), x(1), normalized(attrs.integer("dim"), x(1).rank()), y);
+      return {};
+    case OpKind::LayerNormGrad: kernels::layernorm_grad(x(0), x(1), x(2), attrs.real("eps"), y); return {};
+    case OpKind::LayerNormWeightGrad:
+      kernels::layernorm_weight_grad(x(0), x(1), attrs.real("eps"), out[0], out[1]);
+      return {};
+    case OpKind::DropoutGrad: kernels::dropout_grad(x(0), x(1), attrs.real("p"), y); return {};
+    case OpKind::EmbeddingGrad:
+      kernels::embedding_grad(x(0), x(1), first_row(ctx, attrs, attrs.integer("vocab")), y);
+      return {};
+    case OpKind::CrossEntropyGrad:
+      if (!kernels::cross_entropy_grad(x(0), x(1), x(2), attrs.string("reduction") == "mean", y))
+        return "a label is outside the logits' classes";
+      return {};
+    case OpKind::AttentionGrad:
+      kernels::attention_grad(x(0), x(1), x(2), x(3), attrs.boolean("causal"), attrs.real("scale"), out[0], out[1],
+                              out[2]);
+      return {};
+    case OpKind::Conv2dInputGrad: kernels::conv2d_input_grad(x(0), x(2), conv_params(attrs), y); return {};
+    case OpKind::Conv2dWeightGrad: kernels::conv2d_weight_grad(x(0), x(1), conv_params(attrs), y); return {};
+    case OpKind::MaxPool2dGrad: kernels::max_pool2d_grad(x(0), x(1), pool_params(attrs), y); return {};
+    case OpKind::AvgPool2dGrad: kernels::avg_pool2d_grad(x(0), pool_params(attrs), y); return {};
+    case OpKind::BatchNormGrad:
+      kernels::batchnorm_grad(x(0), x(1), x(2), attrs.real("eps"), out[0], out[1], out[2]);
+      return {};
+    case OpKind::Sgd: kernels::sgd(x(0), x(1), attrs.real("lr"), attrs.real("weight_decay"), y); return {};
+    case OpKind::Adam: {
+      kernels::AdamParams p{attrs.real("lr"),  attrs.real("beta1"),        attrs.real("beta2"),
+                            attrs.real("eps"), attrs.real("weight_decay"), attrs.integer("step")};
+      kernels::adam(x(0), x(1), x(2), x(3), p, out[0], out[1], out[2]);
+      return {};
+    }
+    case OpKind::Accumulate: kernels::accumulate(x(0), x(1), y); return {};
+    default: return fmt::format("{} is not a compute op", ir::op_name(ctx.op.kind));
+  }
+}
+
+}  // namespace dstc::reference

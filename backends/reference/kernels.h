@@ -1,0 +1,100 @@
+// The numerical kernels of the reference executor, one per IR op kind
+// (docs/ir.md gives the semantics; docs/verify.md the choices the IR leaves
+// open). Each writes into `out`, already shaped by the IR's result type and
+// zero-filled; operand shapes were checked by the IR verifier. Arithmetic is
+// in double; the executor rounds the results to its storage precision.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "backends/reference/host_tensor.h"
+
+namespace dstc::reference::kernels {
+
+// --- forward compute ---
+void einsum(std::string_view spec, std::span<const HostTensor* const> in, HostTensor& out);
+void matmul(const HostTensor& a, const HostTensor& b, bool transpose_a, bool transpose_b, HostTensor& out);
+enum class Binary : uint8_t { Add, Sub, Mul };
+// b is a's trailing dims, broadcast over the leading ones.
+void binary(Binary op, const HostTensor& a, const HostTensor& b, HostTensor& out);
+void scale(const HostTensor& x, double factor, HostTensor& out);
+void gelu(const HostTensor& x, HostTensor& out);
+void relu(const HostTensor& x, HostTensor& out);
+void softmax(const HostTensor& x, int dim, HostTensor& out);
+void layernorm(const HostTensor& x, const HostTensor& gamma, const HostTensor& beta, double eps, HostTensor& out);
+// Where the local tensor sits in the logical one: the mask of element i
+// depends on (seed, its row-major index in `logical_shape`).
+struct LogicalPlacement {
+  std::span<const int64_t> logical_shape;
+  std::span<const int64_t> offset;
+};
+void dropout(const HostTensor& x, double p, uint64_t seed, const LogicalPlacement& where, HostTensor& y,
+             HostTensor& mask);
+bool dropout_keep(uint64_t seed, uint64_t logical_index, double p);
+void embedding(const HostTensor& table, const HostTensor& ids, int64_t first_row, HostTensor& out);
+// false when a label is outside [0, classes).
+bool cross_entropy(const HostTensor& logits, const HostTensor& labels, bool mean, HostTensor& out);
+void attention(const HostTensor& q, const HostTensor& k, const HostTensor& v, bool causal, double scale,
+               HostTensor& out);
+
+// --- layout and shape ---
+void slice(const HostTensor& x, int dim, int64_t start, HostTensor& out);
+void concat(std::span<const HostTensor* const> in, int dim, HostTensor& out);
+void copy_elements(const HostTensor& x, HostTensor& out);  // reshape
+void transpose(const HostTensor& x, std::span<const int64_t> perm, HostTensor& out);
+void sum(const HostTensor& x, std::span<const int64_t> dims, HostTensor& out);
+void fill(double value, HostTensor& out);
+void cast(const HostTensor& x, HostTensor& out);
+// Chunk `index` of `parts` along dim (shard), and its inverse placement.
+void shard(const HostTensor& x, int dim, int64_t parts, int64_t index, HostTensor& out);
+void unshard(const HostTensor& x, int dim, int64_t index, HostTensor& out);
+
+// --- backward compute ---
+void gelu_grad(const HostTensor& dy, const HostTensor& x, HostTensor& out);
+void relu_grad(const HostTensor& dy, const HostTensor& x, HostTensor& out);
+void softmax_grad(const HostTensor& dy, const HostTensor& y, int dim, HostTensor& out);
+void layernorm_grad(const HostTensor& dy, const HostTensor& x, const HostTensor& gamma, double eps, HostTensor& dx);
+void layernorm_weight_grad(const HostTensor& dy, const HostTensor& x, double eps, HostTensor& dgamma,
+                           HostTensor& dbeta);
+void dropout_grad(const HostTensor& dy, const HostTensor& mask, double p, HostTensor& out);
+void embedding_grad(const HostTensor& dy, const HostTensor& ids, int64_t first_row, HostTensor& out);
+bool cross_entropy_grad(const HostTensor& dloss, const HostTensor& logits, const HostTensor& labels, bool mean,
+                        HostTensor& out);
+void attention_grad(const HostTensor& dout, const HostTensor& q, const HostTensor& k, const HostTensor& v, bool causal,
+                    double scale, HostTensor& dq, HostTensor& dk, HostTensor& dv);
+
+// --- convolution, pooling, batch norm ---
+struct Conv2dParams {
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};
+  int64_t groups = 1;
+};
+void conv2d(const HostTensor& x, const HostTensor& w, const Conv2dParams& p, HostTensor& out);
+void conv2d_input_grad(const HostTensor& dy, const HostTensor& w, const Conv2dParams& p, HostTensor& dx);
+void conv2d_weight_grad(const HostTensor& dy, const HostTensor& x, const Conv2dParams& p, HostTensor& dw);
+struct PoolParams {
+  int64_t kernel[2] = {1, 1};
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};
+};
+void max_pool2d(const HostTensor& x, const PoolParams& p, HostTensor& out);
+void avg_pool2d(const HostTensor& x, const PoolParams& p, HostTensor& out);
+void max_pool2d_grad(const HostTensor& dy, const HostTensor& x, const PoolParams& p, HostTensor& dx);
+void avg_pool2d_grad(const HostTensor& dy, const PoolParams& p, HostTensor& dx);
+void batchnorm(const HostTensor& x, const HostTensor& gamma, const HostTensor& beta, double eps, HostTensor& out);
+void batchnorm_grad(const HostTensor& dy, const HostTensor& x, const HostTensor& gamma, double eps, HostTensor& dx,
+                    HostTensor& dgamma, HostTensor& dbeta);
+
+// --- optimizer and accumulation ---
+void sgd(const HostTensor& w, const HostTensor& g, double lr, double weight_decay, HostTensor& out);
+struct AdamParams {
+  double lr = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
+  int64_t step = 1;
+};
+void adam(const HostTensor& w, const HostTensor& g, const HostTensor& m, const HostTensor& v, const AdamParams& p,
+          HostTensor& w_out, HostTensor& m_out, HostTensor& v_out);
+void accumulate(const HostTensor& acc, const HostTensor& x, HostTensor& out);
+
+}  // namespace dstc::reference::kernels

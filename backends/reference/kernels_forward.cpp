@@ -1,0 +1,223 @@
+// Forward compute kernels.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backends/reference/kernels.h"
+
+namespace dstc::reference::kernels {
+
+namespace {
+
+// A tensor seen as [outer, n, inner] around one dim.
+struct AroundDim {
+  int64_t outer, n, inner;
+  AroundDim(const HostTensor& t, int dim)
+      : outer(extent(t.shape, 0, dim)), n(t.dim(dim)), inner(extent(t.shape, dim + 1, t.rank())) {}
+};
+
+}  // namespace
+
+// Every distinct letter is iterated once (an odometer over all of them);
+// letters missing from the output are summed.
+void einsum(std::string_view spec, std::span<const HostTensor* const> in, HostTensor& out) {
+  size_t arrow = spec.find("->");
+  std::vector<std::string_view> terms;
+  std::string_view lhs = spec.substr(0, arrow);
+  for (size_t start = 0;;) {
+    size_t comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  std::string_view output = spec.substr(arrow + 2);
+  std::string letters(output);  // output letters outermost, summed letters innermost
+  for (std::string_view t : terms)
+    for (char c : t)
+      if (letters.find(c) == std::string::npos) letters += c;
+  const size_t n = letters.size(), operands = in.size();
+  std::vector<int64_t> size(n, 1);
+  // stride[k][l]: stride of letter l in operand k (k == operands: the output).
+  std::vector<std::vector<int64_t>> stride(operands + 1, std::vector<int64_t>(n, 0));
+  auto add_strides = [&](std::string_view term, const std::vector<int64_t>& shape, size_t k) {
+    std::vector<int64_t> s = strides_of(shape);
+    for (size_t d = 0; d < term.size(); ++d) {
+      size_t l = letters.find(term[d]);
+      size[l] = shape[d];
+      stride[k][l] += s[d];
+    }
+  };
+  for (size_t k = 0; k < operands; ++k) add_strides(terms[k], in[k]->shape, k);
+  add_strides(output, out.shape, operands);
+  int64_t total = 1;
+  for (int64_t s : size) total *= s;
+  if (total == 0) return;
+  std::vector<int64_t> idx(n, 0), offset(operands + 1, 0);
+  for (int64_t step = 0; step < total; ++step) {
+    double prod = 1;
+    for (size_t k = 0; k < operands; ++k) prod *= in[k]->data[static_cast<size_t>(offset[k])];
+    out.data[static_cast<size_t>(offset[operands])] += prod;
+    for (size_t l = n; l-- > 0;) {
+      if (++idx[l] < size[l]) {
+        for (size_t k = 0; k <= operands; ++k) offset[k] += stride[k][l];
+        break;
+      }
+      idx[l] = 0;
+      for (size_t k = 0; k <= operands; ++k) offset[k] -= stride[k][l] * (size[l] - 1);
+    }
+  }
+}
+
+void matmul(const HostTensor& a, const HostTensor& b, bool transpose_a, bool transpose_b, HostTensor& out) {
+  const int ra = a.rank(), rb = b.rank();
+  const int64_t m = out.dim(ra - 2), n = out.dim(ra - 1);
+  const int64_t k = transpose_a ? a.dim(ra - 2) : a.dim(ra - 1);
+  const int64_t batch = extent(a.shape, 0, ra - 2);
+  const bool shared_b = rb == 2;
+  for (int64_t bi = 0; bi < batch; ++bi) {
+    const double* pa = a.data.data() + bi * m * k;
+    const double* pb = b.data.data() + (shared_b ? 0 : bi * k * n);
+    double* po = out.data.data() + bi * m * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t l = 0; l < k; ++l)
+          s += pa[transpose_a ? l * m + i : i * k + l] * pb[transpose_b ? j * k + l : l * n + j];
+        po[i * n + j] = s;
+      }
+  }
+}
+
+void binary(Binary op, const HostTensor& a, const HostTensor& b, HostTensor& out) {
+  const size_t nb = b.data.size();
+  for (size_t i = 0; i < a.data.size(); ++i) {
+    double x = a.data[i], y = b.data[i % nb];
+    out.data[i] = op == Binary::Add ? x + y : op == Binary::Sub ? x - y : x * y;
+  }
+}
+
+void scale(const HostTensor& x, double factor, HostTensor& out) {
+  for (size_t i = 0; i < x.data.size(); ++i) out.data[i] = factor * x.data[i];
+}
+
+// The exact (erf) form, as docs/ir.md states it.
+void gelu(const HostTensor& x, HostTensor& out) {
+  for (size_t i = 0; i < x.data.size(); ++i) {
+    double v = x.data[i];
+    out.data[i] = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+  }
+}
+
+void relu(const HostTensor& x, HostTensor& out) {
+  for (size_t i = 0; i < x.data.size(); ++i) out.data[i] = std::max(x.data[i], 0.0);
+}
+
+void softmax(const HostTensor& x, int dim, HostTensor& out) {
+  AroundDim s(x, dim);
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t in = 0; in < s.inner; ++in) {
+      auto at = [&](int64_t j) { return static_cast<size_t>((o * s.n + j) * s.inner + in); };
+      double mx = -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < s.n; ++j) mx = std::max(mx, x.data[at(j)]);
+      double total = 0;
+      for (int64_t j = 0; j < s.n; ++j) total += out.data[at(j)] = std::exp(x.data[at(j)] - mx);
+      for (int64_t j = 0; j < s.n; ++j) out.data[at(j)] /= total;
+    }
+}
+
+void layernorm(const HostTensor& x, const HostTensor& gamma, const HostTensor& beta, double eps, HostTensor& out) {
+  const int64_t h = x.dim(x.rank() - 1), rows = x.numel() / std::max<int64_t>(h, 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* px = x.data.data() + r * h;
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < h; ++j) mean += px[j];
+    mean /= static_cast<double>(h);
+    for (int64_t j = 0; j < h; ++j) var += (px[j] - mean) * (px[j] - mean);
+    double inv = 1.0 / std::sqrt(var / static_cast<double>(h) + eps);
+    for (int64_t j = 0; j < h; ++j)
+      out.data[static_cast<size_t>(r * h + j)] = (px[j] - mean) * inv * gamma.data[j] + beta.data[j];
+  }
+}
+
+bool dropout_keep(uint64_t seed, uint64_t logical_index, double p) {
+  uint64_t z = (seed ^ logical_index) + 0x9e3779b97f4a7c15ull;  // SplitMix64
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return static_cast<double>(z) / 18446744073709551616.0 >= p;
+}
+
+void dropout(const HostTensor& x, double p, uint64_t seed, const LogicalPlacement& where, HostTensor& y,
+             HostTensor& mask) {
+  const int rank = x.rank();
+  std::vector<int64_t> logical_strides = strides_of(where.logical_shape);
+  std::vector<int64_t> idx(static_cast<size_t>(rank), 0);
+  for (size_t i = 0; i < x.data.size(); ++i) {
+    uint64_t logical = 0;
+    for (int d = 0; d < rank; ++d)
+      logical += static_cast<uint64_t>((idx[static_cast<size_t>(d)] + where.offset[static_cast<size_t>(d)]) *
+                                       logical_strides[static_cast<size_t>(d)]);
+    bool keep = dropout_keep(seed, logical, p);
+    mask.data[i] = keep ? 1 : 0;
+    y.data[i] = keep ? x.data[i] / (1 - p) : 0.0;
+    for (int d = rank - 1; d >= 0; --d) {
+      if (++idx[static_cast<size_t>(d)] < x.dim(d)) break;
+      idx[static_cast<size_t>(d)] = 0;
+    }
+  }
+}
+
+void embedding(const HostTensor& table, const HostTensor& ids, int64_t first_row, HostTensor& out) {
+  const int64_t rows = table.dim(0), h = table.dim(1);
+  for (size_t i = 0; i < ids.data.size(); ++i) {
+    auto row = static_cast<int64_t>(ids.data[i]) - first_row;
+    if (row < 0 || row >= rows) continue;  // another shard's row: zeros
+    std::copy_n(table.data.begin() + row * h, h, out.data.begin() + static_cast<int64_t>(i) * h);
+  }
+}
+
+bool cross_entropy(const HostTensor& logits, const HostTensor& labels, bool mean, HostTensor& out) {
+  const int64_t c = logits.dim(logits.rank() - 1), rows = labels.numel();
+  double total = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* pl = logits.data.data() + r * c;
+    auto label = static_cast<int64_t>(labels.data[static_cast<size_t>(r)]);
+    if (label < 0 || label >= c) return false;
+    double mx = *std::max_element(pl, pl + c), z = 0;
+    for (int64_t j = 0; j < c; ++j) z += std::exp(pl[j] - mx);
+    total += std::log(z) + mx - pl[label];
+  }
+  out.data[0] = mean && rows > 0 ? total / static_cast<double>(rows) : total;
+  return true;
+}
+
+void attention(const HostTensor& q, const HostTensor& k, const HostTensor& v, bool causal, double scale,
+               HostTensor& out) {
+  const int64_t bh = q.dim(0) * q.dim(1), s = q.dim(2), d = q.dim(3), t = k.dim(2), dv = v.dim(3);
+  if (scale == 0) scale = 1.0 / std::sqrt(static_cast<double>(d));
+  std::vector<double> p(static_cast<size_t>(t));
+  for (int64_t b = 0; b < bh; ++b) {
+    const double* pq = q.data.data() + b * s * d;
+    const double* pk = k.data.data() + b * t * d;
+    const double* pv = v.data.data() + b * t * dv;
+    double* po = out.data.data() + b * s * dv;
+    for (int64_t i = 0; i < s; ++i) {
+      const int64_t visible = causal ? std::min(t, i + (t - s) + 1) : t;
+      double mx = -std::numeric_limits<double>::infinity(), z = 0;
+      for (int64_t j = 0; j < visible; ++j) {
+        double dot = 0;
+        for (int64_t l = 0; l < d; ++l) dot += pq[i * d + l] * pk[j * d + l];
+        p[static_cast<size_t>(j)] = dot * scale;
+        mx = std::max(mx, p[static_cast<size_t>(j)]);
+      }
+      for (int64_t j = 0; j < visible; ++j) z += p[static_cast<size_t>(j)] = std::exp(p[static_cast<size_t>(j)] - mx);
+      for (int64_t j = 0; j < visible; ++j)
+        for (int64_t l = 0; l < dv; ++l) po[i * dv + l] += p[static_cast<size_t>(j)] / z * pv[j * dv + l];
+    }
+  }
+}
+
+}  // namespace dstc::reference::kernels

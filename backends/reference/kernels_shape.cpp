@@ -1,0 +1,99 @@
+// Layout and shape kernels: slices, concatenation, permutations, reductions,
+// and the rank-dependent chunking that boxing emits.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "backends/reference/kernels.h"
+
+namespace dstc::reference::kernels {
+
+namespace {
+
+// Copies `x` into `out` at `offset` along `dim` (out is at least as long there).
+void place(const HostTensor& x, int dim, int64_t offset, HostTensor& out) {
+  const int64_t outer = extent(x.shape, 0, dim), inner = extent(x.shape, dim + 1, x.rank());
+  const int64_t n = x.dim(dim), m = out.dim(dim);
+  for (int64_t o = 0; o < outer; ++o)
+    std::copy_n(x.data.begin() + o * n * inner, n * inner, out.data.begin() + (o * m + offset) * inner);
+}
+
+}  // namespace
+
+void slice(const HostTensor& x, int dim, int64_t start, HostTensor& out) {
+  const int64_t outer = extent(x.shape, 0, dim), inner = extent(x.shape, dim + 1, x.rank());
+  const int64_t n = x.dim(dim), m = out.dim(dim);
+  for (int64_t o = 0; o < outer; ++o)
+    std::copy_n(x.data.begin() + (o * n + start) * inner, m * inner, out.data.begin() + o * m * inner);
+}
+
+void concat(std::span<const HostTensor* const> in, int dim, HostTensor& out) {
+  int64_t offset = 0;
+  for (const HostTensor* t : in) {
+    place(*t, dim, offset, out);
+    offset += t->dim(dim);
+  }
+}
+
+void copy_elements(const HostTensor& x, HostTensor& out) { out.data = x.data; }
+
+void transpose(const HostTensor& x, std::span<const int64_t> perm, HostTensor& out) {
+  const int rank = x.rank();
+  std::vector<int64_t> in_strides = strides_of(x.shape), idx(static_cast<size_t>(rank), 0);
+  int64_t offset = 0;
+  for (size_t i = 0; i < out.data.size(); ++i) {
+    out.data[i] = x.data[static_cast<size_t>(offset)];
+    for (int d = rank - 1; d >= 0; --d) {
+      int64_t stride = in_strides[static_cast<size_t>(perm[static_cast<size_t>(d)])];
+      if (++idx[static_cast<size_t>(d)] < out.dim(d)) {
+        offset += stride;
+        break;
+      }
+      idx[static_cast<size_t>(d)] = 0;
+      offset -= stride * (out.dim(d) - 1);
+    }
+  }
+}
+
+void sum(const HostTensor& x, std::span<const int64_t> dims, HostTensor& out) {
+  const int rank = x.rank();
+  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  for (int64_t d : dims) reduced[static_cast<size_t>(d < 0 ? d + rank : d)] = true;
+  // Output strides over x's dims: 0 on reduced dims (keepdim or not, the
+  // kept dims are in order).
+  std::vector<int64_t> kept;
+  for (int d = 0; d < rank; ++d)
+    if (!reduced[static_cast<size_t>(d)]) kept.push_back(x.dim(d));
+  std::vector<int64_t> kept_strides = strides_of(kept), out_stride(static_cast<size_t>(rank), 0);
+  for (int d = 0, k = 0; d < rank; ++d)
+    if (!reduced[static_cast<size_t>(d)]) out_stride[static_cast<size_t>(d)] = kept_strides[static_cast<size_t>(k++)];
+  std::vector<int64_t> idx(static_cast<size_t>(rank), 0);
+  int64_t offset = 0;
+  for (size_t i = 0; i < x.data.size(); ++i) {
+    out.data[static_cast<size_t>(offset)] += x.data[i];
+    for (int d = rank - 1; d >= 0; --d) {
+      if (++idx[static_cast<size_t>(d)] < x.dim(d)) {
+        offset += out_stride[static_cast<size_t>(d)];
+        break;
+      }
+      idx[static_cast<size_t>(d)] = 0;
+      offset -= out_stride[static_cast<size_t>(d)] * (x.dim(d) - 1);
+    }
+  }
+}
+
+void fill(double value, HostTensor& out) { std::fill(out.data.begin(), out.data.end(), value); }
+
+// Float to integer truncates; float to float is rounded by the executor.
+void cast(const HostTensor& x, HostTensor& out) {
+  bool to_int = !ir::is_float(out.dtype) && ir::is_float(x.dtype);
+  for (size_t i = 0; i < x.data.size(); ++i) out.data[i] = to_int ? std::trunc(x.data[i]) : x.data[i];
+}
+
+void shard(const HostTensor& x, int dim, int64_t parts, int64_t index, HostTensor& out) {
+  slice(x, dim, index * (x.dim(dim) / parts), out);
+}
+
+void unshard(const HostTensor& x, int dim, int64_t index, HostTensor& out) { place(x, dim, index * x.dim(dim), out); }
+
+}  // namespace dstc::reference::kernels

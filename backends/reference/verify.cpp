@@ -1,0 +1,273 @@
+#include "backends/reference/verify.h"
+
+#include <cmath>
+#include <limits>
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "backends/reference/argument_values.h"
+#include "ir/printer.h"
+#include "ir/registry.h"
+
+namespace dstc::reference {
+
+namespace {
+
+// The tensors of one program that verification compares, by logical name.
+struct Catalog {
+  std::vector<ir::ValueId> losses;
+  std::vector<std::pair<std::string, ir::ValueId>> tensors;  // gradients first, then updates
+  const ir::Function* function = nullptr;
+
+  ir::ValueId find(const std::string& name) const {
+    for (const auto& [n, v] : tensors)
+      if (n == name) return v;
+    return ir::kNone;
+  }
+};
+
+// Follows single-operand ops (boxing, casts) back from v to an optimizer
+// op's result or an argument.
+struct Source {
+  const ir::Op* optimizer = nullptr;
+  int result = 0;
+  ir::ValueId arg = ir::kNone;
+};
+
+Source trace(const ir::Function& f, ir::ValueId v) {
+  while (true) {
+    const ir::Value& value = f.values[v];
+    if (value.def == ir::kNone) return {nullptr, 0, v};
+    const ir::Op& op = f.ops[value.def];
+    if (ir::op_info(op.kind).category == ir::OpCategory::Optimizer)
+      return {&op, static_cast<int>(v - op.first_result), ir::kNone};
+    if (op.operand_count != 1) return {};
+    v = f.operands(op)[0];
+  }
+}
+
+Catalog catalog(const ir::Module& m, const ir::Function& f) {
+  Catalog c;
+  c.function = &f;
+  auto param_of = [&](const ir::Op& opt) {
+    Source s = trace(f, f.operands(opt)[0]);
+    return s.arg != ir::kNone ? m.value_name(f, s.arg) : m.value_name(f, f.operands(opt)[0]);
+  };
+  for (const ir::Op& op : f.ops)
+    if (ir::op_info(op.kind).category == ir::OpCategory::Optimizer)
+      c.tensors.emplace_back("gradient of " + param_of(op), f.operands(op)[1]);
+  for (ir::ValueId r : f.returns) {
+    Source s = trace(f, r);
+    if (!s.optimizer) {
+      c.losses.push_back(r);
+      continue;
+    }
+    std::string what = s.result == 0 ? param_of(*s.optimizer)
+                                     : m.value_name(f, f.operands(*s.optimizer)[static_cast<size_t>(s.result) + 1]);
+    c.tensors.emplace_back("updated " + what, r);
+  }
+  return c;
+}
+
+ProgramPlace place_of(const ir::Module& m, const ir::Function& f, ir::OpId op) {
+  ProgramPlace p;
+  if (op == ir::kNone || op >= f.ops.size()) return p;
+  p.op = op;
+  p.op_text = ir::print_op(m, f, f.ops[op]);
+  if (f.ops[op].loc != ir::kNoLoc) {
+    const ir::SourceLoc& loc = m.loc(f.ops[op].loc);
+    p.location = fmt::format("{}:{}:{}", m.str(loc.file), loc.line, loc.column);
+  }
+  return p;
+}
+
+std::vector<int64_t> unflatten(size_t i, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = static_cast<int64_t>(i) % std::max<int64_t>(shape[d], 1);
+    i /= static_cast<size_t>(std::max<int64_t>(shape[d], 1));
+  }
+  return idx;
+}
+
+double rms(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x * x;
+  return v.empty() ? 0 : std::sqrt(s / static_cast<double>(v.size()));
+}
+
+// The worst element of `actual` against `expected`.
+TensorDifference worst_difference(const std::string& name, const HostTensor& expected,
+                                  const std::vector<double>& actual) {
+  TensorDifference d;
+  d.tensor = name;
+  const double scale = rms(expected.data);
+  size_t worst = 0;
+  double worst_error = -1;
+  for (size_t i = 0; i < expected.data.size(); ++i) {
+    double diff = std::abs(actual[i] - expected.data[i]);
+    double err = std::isnan(diff) ? std::numeric_limits<double>::infinity()
+                 : diff == 0      ? 0
+                                  : diff / (std::abs(expected.data[i]) + scale);
+    if (err > worst_error) {
+      worst_error = err;
+      worst = i;
+    }
+  }
+  d.error = std::max(worst_error, 0.0);
+  d.index = unflatten(worst, expected.shape);
+  d.expected = expected.data.empty() ? 0 : expected.data[worst];
+  d.actual = actual.empty() ? 0 : actual[worst];
+  return d;
+}
+
+}  // namespace
+
+double default_tolerance(Arithmetic a) {
+  switch (a) {
+    case Arithmetic::F32: return 1e-4;
+    case Arithmetic::F64: return 1e-9;
+    case Arithmetic::Native: return 5e-2;
+  }
+  return 1e-4;
+}
+
+VerifyResult compare_programs(const compiler::LogicalGraph& graph, const ir::Module& distributed,
+                              const ir::Module& single_device, const VerifyOptions& options) {
+  VerifyResult r;
+  r.tolerance = options.tolerance > 0 ? options.tolerance : default_tolerance(options.arithmetic);
+  const ir::Function* fd = distributed.find_function("train_step");
+  const ir::Function* fs = single_device.find_function("train_step");
+  if (!fd || !fs) {
+    r.missing = "the function train_step";
+    return r;
+  }
+  ExecutorOptions exec{options.arithmetic, options.check_layouts};
+  ArgumentSource args = make_argument_source(graph, options.seed);
+  Execution single = execute(single_device, *fs, args, exec);
+  r.reference_ops = single.ops_run;
+  r.reference_seconds = single.seconds;
+  if (single.problem) {
+    r.reference_problem = single.problem;
+    return r;
+  }
+  Execution dist = execute(distributed, *fd, args, exec);
+  r.devices = static_cast<size_t>(distributed.mesh().size());
+  r.ops = dist.ops_run;
+  r.seconds = dist.seconds;
+  if (dist.problem) {
+    r.problem = dist.problem;
+    r.at = place_of(distributed, *fd, dist.problem->op);
+    return r;
+  }
+
+  Catalog cs = catalog(single_device, *fs), cd = catalog(distributed, *fd);
+  auto fail_with = [&](TensorDifference d, ir::ValueId v) {
+    d.producer = place_of(distributed, *fd, fd->values[v].def);
+    r.difference = std::move(d);
+    return r;
+  };
+  auto note = [&](const TensorDifference& d) {
+    ++r.tensors_compared;
+    if (d.error >= r.worst_error) {
+      r.worst_error = d.error;
+      r.worst_tensor = d.tensor;
+    }
+  };
+  // Compares one logical tensor; false when it differs (r.difference set).
+  auto compare = [&](const std::string& name, const HostTensor& expected, ir::ValueId v) {
+    GatheredTensor got = dist.logical(v);
+    if (got.logical.shape != expected.shape) {
+      r.missing = fmt::format("{} (logical shape [{}] on the strategy, [{}] on one device)", name,
+                              fmt::join(got.logical.shape, ", "), fmt::join(expected.shape, ", "));
+      return false;
+    }
+    TensorDifference d = worst_difference(name, expected, got.logical.data);
+    note(d);
+    if (!(d.error <= r.tolerance)) {
+      fail_with(d, v);
+      return false;
+    }
+    double scale = rms(expected.data) + std::numeric_limits<double>::min();
+    if (got.replica_difference / scale > r.tolerance) {
+      TensorDifference rep;
+      rep.tensor = "replicas of " + name;
+      rep.error = got.replica_difference / scale;
+      rep.rank = got.differing_rank;
+      fail_with(rep, v);
+      return false;
+    }
+    return true;
+  };
+
+  HostTensor loss(ir::DType::F32, std::span<const int64_t>{});
+  for (ir::ValueId v : cs.losses) loss.data[0] += single.logical(v).logical.data[0];
+  double dist_loss = 0;
+  for (ir::ValueId v : cd.losses) dist_loss += dist.logical(v).logical.data[0];
+  r.loss = dist_loss;
+  r.reference_loss = loss.data[0];
+  if (!cs.losses.empty()) {
+    if (cd.losses.empty()) {
+      r.missing = "the loss";
+      return r;
+    }
+    TensorDifference d = worst_difference("loss", loss, {dist_loss});
+    note(d);
+    if (!(d.error <= r.tolerance)) return fail_with(d, cd.losses.front());
+  }
+  for (const auto& [name, v] : cs.tensors) {
+    ir::ValueId dv = cd.find(name);
+    if (dv == ir::kNone) {
+      r.missing = name;
+      return r;
+    }
+    if (!compare(name, single.logical(v).logical, dv)) return r;
+  }
+  r.passed = true;
+  return r;
+}
+
+void print_verify_result(std::ostream& out, const VerifyResult& r) {
+  auto place = [&](const ProgramPlace& p) {
+    if (!p.op_text.empty()) out << fmt::format("  op: {}\n", p.op_text);
+    if (!p.location.empty()) out << fmt::format("  at: {}\n", p.location);
+  };
+  if (r.reference_problem) {
+    out << fmt::format("verify: the single-device program failed: {}\n", r.reference_problem->message);
+    return;
+  }
+  if (r.problem) {
+    out << fmt::format("verify: FAIL: {}\n", r.problem->message);
+    place(r.at);
+    return;
+  }
+  if (!r.missing.empty()) {
+    out << fmt::format("verify: FAIL: {} is not comparable between the strategy and the single-device model\n",
+                       r.missing);
+    return;
+  }
+  if (r.difference) {
+    const TensorDifference& d = *r.difference;
+    out << fmt::format("verify: FAIL: {} differs from the single-device model\n", d.tensor);
+    if (d.rank >= 0) {
+      out << fmt::format(
+          "  rank {} holds a copy that differs from the first by {:.3g} of the tensor's rms "
+          "(tolerance {:.3g})\n",
+          d.rank, d.error, r.tolerance);
+    } else {
+      out << fmt::format(
+          "  worst element [{}]: {:.9g} with the strategy, {:.9g} on one device (error {:.3g}, "
+          "tolerance {:.3g})\n",
+          fmt::join(d.index, ", "), d.actual, d.expected, d.error, r.tolerance);
+    }
+    place(d.producer);
+    return;
+  }
+  out << fmt::format("verify: PASS: loss, gradients and updated weights match the single-device model\n");
+  out << fmt::format("  {} tensors compared; worst error {:.3g} ({}); tolerance {:.3g}\n", r.tensors_compared,
+                     r.worst_error, r.worst_tensor, r.tolerance);
+  out << fmt::format("  loss {:.9g} (single device {:.9g})\n", r.loss, r.reference_loss);
+}
+
+}  // namespace dstc::reference

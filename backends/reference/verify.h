@@ -1,0 +1,76 @@
+// `dstc verify`'s core: runs one training step of a distributed program and
+// of the single-device program of the same model on the same weights and
+// batch (argument_values.h), and compares the loss, every parameter's
+// gradient (the optimizer's input), every updated weight and optimizer
+// state, each gathered back to its logical tensor.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/reference/executor.h"
+#include "compiler/graph/logical_graph.h"
+#include "ir/module.h"
+
+namespace dstc::reference {
+
+struct VerifyOptions {
+  uint64_t seed = 0;
+  double tolerance = 0;  // 0: default_tolerance(arithmetic)
+  Arithmetic arithmetic = Arithmetic::F32;
+  bool check_layouts = true;
+};
+
+// 1e-4 for f32, 1e-9 for f64, 5e-2 for native (bf16 and f16 values).
+double default_tolerance(Arithmetic a);
+
+// Where something happened in the distributed program.
+struct ProgramPlace {
+  ir::OpId op = ir::kNone;
+  std::string op_text;   // the op as `dstc ir print` writes it
+  std::string location;  // its .dstrat location "file:line:column", or ""
+};
+
+struct TensorDifference {
+  // "loss", "gradient of W", "updated W", "updated W.adam_m", or
+  // "replicas of <one of those>" when devices holding copies disagree.
+  std::string tensor;
+  std::vector<int64_t> index;  // the worst element, in the logical tensor
+  double expected = 0;         // single-device value (replicas: the first copy)
+  double actual = 0;           // distributed value (replicas: rank `rank`'s copy)
+  double error = 0;            // |actual - expected| / (|expected| + rms(expected))
+  ir::Rank rank = -1;
+  ProgramPlace producer;  // the distributed op that computed it
+};
+
+struct VerifyResult {
+  bool passed = false;
+  double tolerance = 0;
+  // The distributed program stopped (a partial read, a layout mismatch, a
+  // failed kernel); `at` is the op.
+  std::optional<ExecutionProblem> problem;
+  ProgramPlace at;
+  // The single-device program stopped: a bug in dstc, not in the strategy.
+  std::optional<ExecutionProblem> reference_problem;
+  std::optional<TensorDifference> difference;  // the first tensor that differs
+  std::string missing;                         // a tensor one program has and the other lacks
+  size_t tensors_compared = 0;
+  double worst_error = 0;
+  std::string worst_tensor;
+  double loss = 0, reference_loss = 0;
+  size_t devices = 0, ops = 0, reference_ops = 0;
+  double seconds = 0, reference_seconds = 0;
+};
+
+// `graph` names the data inputs (their batch axes and integer ranges); both
+// programs must come from it. Their function is "train_step".
+VerifyResult compare_programs(const compiler::LogicalGraph& graph, const ir::Module& distributed,
+                              const ir::Module& single_device, const VerifyOptions& options);
+
+// A human-readable report: a pass line with the figures, or what differs.
+void print_verify_result(std::ostream& out, const VerifyResult& result);
+
+}  // namespace dstc::reference
