@@ -187,6 +187,7 @@ class Executor {
   std::vector<uint64_t> flow_owner_;  // FlowId -> instance << 32 | group
   std::vector<Event> events_;
   std::vector<uint32_t> worklist_;
+  std::vector<uint32_t> batch_;
   std::vector<uint8_t> queued_;
   std::vector<DeliveredFlow> delivered_;
 
@@ -371,6 +372,7 @@ void Executor::arrive(uint32_t c, OpId id) {
   if (rv == kNone || layout_of_[rv] == kNone) return;  // unpaired: stays waiting, reported as stuck
   const CommLayout& layout = layouts_[layout_of_[rv]];
   uint32_t component = layout.component_of_class[c];
+  if (component == kNone) return;
   const CommComponent& comp = layout.components[component];
   uint32_t& count = arrived_[arrive_base_[rv] + component];
   if (++count == comp.classes.size() + comp.receivers.size()) start_instance(rv, component);
@@ -513,11 +515,11 @@ void Executor::run() {
   for (uint32_t c = 0; c < classes_.count(); ++c) queued_[c] = 1, worklist_.push_back(c);
   for (;;) {
     while (!worklist_.empty()) {
-      std::vector<uint32_t> batch;
-      batch.swap(worklist_);
-      for (uint32_t c : batch) queued_[c] = 0;
-      for (uint32_t c : batch) try_start(c);
-      for (uint32_t c : batch) {
+      batch_.clear();
+      batch_.swap(worklist_);
+      for (uint32_t c : batch_) queued_[c] = 0;
+      for (uint32_t c : batch_) try_start(c);
+      for (uint32_t c : batch_) {
         account(c);
         state_[c].activity = classify(c);
       }
