@@ -8,6 +8,7 @@
 #include "ir/groups.h"
 #include "ir/ir_diagnostics.h"
 #include "ir/registry.h"
+#include "ir/symmetry.h"
 #include "ir/verifier.h"
 
 namespace dstc::ir {
@@ -18,17 +19,22 @@ constexpr int kStreams = 3;
 
 class ScheduleRun {
  public:
-  ScheduleRun(const Module& m, const Function& f) : m_(m), f_(f), partner_(pair_channels(f)) {
-    auto queues = static_cast<size_t>(m.mesh().size()) * kStreams;
+  ScheduleRun(const Module& m, const Function& f)
+      : m_(m), f_(f), partner_(pair_channels(f)), classes_(rank_classes(m, f)) {
+    auto queues = classes_.representative.size() * kStreams;
     offsets_.assign(queues + 1, 0);
     for (const Op& op : f.ops) {
-      for (Rank r : m.members(op.devices)) ++offsets_[queue(r, op.stream) + 1];
+      for (Rank r : m.members(op.devices)) {
+        if (is_representative(r)) ++offsets_[queue(r, op.stream) + 1];
+      }
     }
     for (size_t q = 0; q < queues; ++q) offsets_[q + 1] += offsets_[q];
     order_.resize(offsets_.back());
     std::vector<uint32_t> fill(offsets_.begin(), offsets_.end() - 1);
     for (OpId i = 0; i < f.ops.size(); ++i) {
-      for (Rank r : m.members(f.ops[i].devices)) order_[fill[queue(r, f.ops[i].stream)]++] = i;
+      for (Rank r : m.members(f.ops[i].devices)) {
+        if (is_representative(r)) order_[fill[queue(r, f.ops[i].stream)]++] = i;
+      }
     }
     pos_.assign(queues, 0);
   }
@@ -64,8 +70,8 @@ class ScheduleRun {
       q = next;
     }
     size_t first = seen[q];
-    size_t stuck = 0;
-    for (uint32_t s = 0; s < pos_.size(); ++s) stuck += head(s) != kNone;
+    size_t stuck = 0;  // counting every rank of a class
+    for (uint32_t s = 0; s < pos_.size(); ++s) stuck += head(s) != kNone ? classes_.size[s / kStreams] : 0;
     OpId at = head(steps[first].first);
     auto builder = diags.error(
         diag::kIrDeadlock, f_.op_range(at),
@@ -74,14 +80,23 @@ class ScheduleRun {
     for (size_t k = first; k < steps.size(); ++k) {
       uint32_t sq = steps[k].first;
       builder.note(f_.op_range(head(sq)),
-                   fmt::format("rank {} ({} stream) is blocked at '{}': {}", rank_of(sq), stream_name(stream_of(sq)),
-                               op_label(m_, f_, head(sq)), steps[k].second));
+                   fmt::format("{} is blocked on its {} stream at '{}': {}", describe_rank(sq),
+                               stream_name(stream_of(sq)), op_label(m_, f_, head(sq)), steps[k].second));
     }
   }
 
  private:
-  static uint32_t queue(Rank r, Stream s) { return static_cast<uint32_t>(r) * kStreams + static_cast<uint32_t>(s); }
-  static Rank rank_of(uint32_t q) { return static_cast<Rank>(q / kStreams); }
+  // One queue per (class of symmetric ranks, stream), run by its representative.
+  uint32_t queue(Rank r, Stream s) const {
+    return classes_.class_of[static_cast<size_t>(r)] * kStreams + static_cast<uint32_t>(s);
+  }
+  Rank rank_of(uint32_t q) const { return classes_.representative[q / kStreams]; }
+  bool is_representative(Rank r) const { return rank_of(queue(r, Stream::Compute)) == r; }
+  std::string describe_rank(uint32_t q) const {
+    uint32_t size = classes_.size[q / kStreams];
+    return size > 1 ? fmt::format("rank {} (one of {} symmetric ranks)", rank_of(q), size)
+                    : fmt::format("rank {}", rank_of(q));
+  }
   static Stream stream_of(uint32_t q) { return static_cast<Stream>(q % kStreams); }
 
   OpId head(uint32_t q) const {
@@ -99,19 +114,27 @@ class ScheduleRun {
     return kNone;
   }
 
-  // Who must be at which op for op i, seen from rank r, to run.
+  // Who must be at which op for op i, seen from rank r, to run: the
+  // representatives of the ranks involved.
   void participants(OpId i, Rank r, std::vector<std::pair<Rank, OpId>>& out) const {
     out.clear();
     const Op& op = f_.ops[i];
     const OpInfo& info = op_info(op.kind);
+    auto add = [&](Rank p, OpId at) {
+      Rank rep = rank_of(queue(p, Stream::Compute));
+      for (const auto& seen : out) {
+        if (seen.first == rep && seen.second == at) return;
+      }
+      out.emplace_back(rep, at);
+    };
     if (info.category == OpCategory::Collective) {
-      for (Rank p : group_of(m_, op, r)) out.emplace_back(p, i);
+      for (Rank p : group_of(m_, op, r)) add(p, i);
     } else if (info.category == OpCategory::PointToPoint) {
-      out.emplace_back(r, i);
+      add(r, i);
       std::optional<Rank> peer = p2p_peer(m_, op, r);
-      if (peer && partner_[i] != kNone) out.emplace_back(*peer, partner_[i]);
+      if (peer && partner_[i] != kNone) add(*peer, partner_[i]);
     } else {
-      out.emplace_back(r, i);
+      add(r, i);
     }
   }
 
@@ -154,11 +177,11 @@ class ScheduleRun {
       if (there != op) {
         std::string where =
             there == kNone ? "has finished its program" : fmt::format("is at '{}'", op_label(m_, f_, there));
-        return {pq,
-                fmt::format("it waits for rank {} to reach '{}', but rank {} {}", p, op_label(m_, f_, op), p, where)};
+        return {pq, fmt::format("it waits for {} to reach '{}', but rank {} {}", describe_rank(pq),
+                                op_label(m_, f_, op), rank_of(pq), where)};
       }
       if (missing_operand(op, p) != kNone)
-        return {pq, fmt::format("it waits for rank {}, whose operands are not ready", p)};
+        return {pq, fmt::format("it waits for {}, whose operands are not ready", describe_rank(pq))};
     }
     return {q, "it cannot proceed"};
   }
@@ -166,6 +189,7 @@ class ScheduleRun {
   const Module& m_;
   const Function& f_;
   std::vector<OpId> partner_;
+  RankClasses classes_;
   std::vector<uint32_t> offsets_;  // queue q's ops: order_[offsets_[q] .. offsets_[q+1])
   std::vector<OpId> order_;
   std::vector<uint32_t> pos_;
