@@ -79,9 +79,7 @@ TEST(Verify, MegatronGptMatches) {
   auto gpt = make_gpt(2, 4, 8, 16, 4, 32);
   VerifyResult r = verify(gpt.graph, megatron(gpt, 2, 2, 4, 2));
   EXPECT_TRUE(r.passed) << report(r);
-  VerifyOptions no_check;
-  no_check.check_layouts = false;
-  std::cerr << report(verify(gpt.graph, megatron(gpt, 2, 2, 4, 2), no_check));
+  EXPECT_GT(r.tensors_compared, 50u);
 }
 
 TEST(Verify, PipelinedMlpMatches) {
@@ -92,7 +90,6 @@ TEST(Verify, PipelinedMlpMatches) {
   spec.pipeline.node = mlp.layers_node;
   VerifyResult r = verify(mlp.graph, spec);
   EXPECT_TRUE(r.passed) << report(r);
-  std::cerr << report(r);
 }
 
 }  // namespace
