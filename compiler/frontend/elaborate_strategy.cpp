@@ -656,6 +656,7 @@ class StrategyElaborator {
       }
       seen[static_cast<size_t>(axis)] = true;
       Sbp& s = out[static_cast<size_t>(axis)];
+      s.written = true;
       if (a.kind == "S" && a.has_arg) {
         s.kind = SbpKind::Split;
         if (a.arg_is_int) {

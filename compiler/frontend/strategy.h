@@ -70,6 +70,9 @@ struct Sbp {
   std::string dim;
   int dim_index = -1;
   ReduceOp reduce = ReduceOp::Sum;
+  // Written in the config; an axis left out of a compute config is the
+  // compiler's to choose (the default's, or propagated), not B.
+  bool written = false;
   friend bool operator==(const Sbp&, const Sbp&) = default;
 };
 
