@@ -38,14 +38,6 @@ struct CompileOptions {
   bool no_overlap = false;
 };
 
-std::optional<int64_t> sequence_length(const frontend::Model& model) {
-  for (frontend::TensorId t : model.inputs) {
-    const auto& dims = model.tensors[t].dims;
-    if (dims.size() >= 2 && dims[0].name == model.batch_dim) return dims[1].size;
-  }
-  return std::nullopt;
-}
-
 int simulate(CommandContext& ctx, const CompileOptions& o, const LoadedStrategy& loaded,
              const compiler::CompiledStrategy& compiled, SourceManager& sources, DiagnosticEngine& diags) {
   std::optional<htae::ProfileDatabase> profile;
@@ -57,7 +49,7 @@ int simulate(CommandContext& ctx, const CompileOptions& o, const LoadedStrategy&
   htae::SimOptions options;
   options.global_batch = s.run.batch * s.run.accumulate;
   // Tokens per second only for models whose first input is [batch, seq, ...].
-  if (std::optional<int64_t> seq = sequence_length(*s.model); seq && *seq > 1) options.sequence_length = *seq;
+  if (std::optional<int64_t> seq = model_sequence_length(*s.model); seq && *seq > 1) options.sequence_length = *seq;
   options.profile = profile ? &*profile : nullptr;
   options.bandwidth_sharing = !o.no_bandwidth_sharing;
   options.overlap = !o.no_overlap;

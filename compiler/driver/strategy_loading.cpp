@@ -64,4 +64,12 @@ std::optional<LoadedStrategy> load_strategy(const StrategyRequest& request, Sour
   return out;
 }
 
+std::optional<int64_t> model_sequence_length(const frontend::Model& model) {
+  for (frontend::TensorId t : model.inputs) {
+    const auto& dims = model.tensors[t].dims;
+    if (dims.size() >= 2 && dims[0].name == model.batch_dim) return dims[1].size;
+  }
+  return std::nullopt;
+}
+
 }  // namespace dstc

@@ -22,11 +22,6 @@ Command add_verify_command(CLI::App& root) {
                                  "the CPU reference executor");
 }
 
-Command add_search_command(CLI::App& root) {
-  return add_unavailable_command(root, "search", "Rank the strategies of a search space by simulated throughput",
-                                 "strategy search");
-}
-
 Command add_run_command(CLI::App& root) {
   return add_unavailable_command(root, "run", "Execute a strategy on GPUs with CUDA, cuBLAS and NCCL",
                                  "the CUDA backend");

@@ -1,0 +1,202 @@
+#include "compiler/driver/search_plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ostream>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "compiler/driver/search_table.h"
+
+namespace dstc::search {
+namespace {
+
+constexpr double kWidth = 820, kHeight = 540;
+constexpr double kLeft = 90, kRight = 150, kTop = 70, kBottom = 70;  // the right margin holds line labels
+
+std::string xml_escape(std::string_view text) {
+  std::string out;
+  for (char ch : text) {
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += ch;
+    }
+  }
+  return out;
+}
+
+// A tick step of 1, 2 or 5 times a power of ten giving about `ticks` ticks.
+double nice_step(double range, int ticks) {
+  double raw = range / ticks;
+  double power = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0}) {
+    if (m * power >= raw) return m * power;
+  }
+  return 10 * power;
+}
+
+std::string tick_text(double v) { return fmt::format("{:g}", v); }
+
+struct Axis {
+  double max = 1;  // the axis runs from 0 to max
+  double step = 1;
+  double pixels = 1;
+  bool flipped = false;  // y grows downward in SVG
+  double origin = 0;
+  double at(double v) const { return flipped ? origin - v / max * pixels : origin + v / max * pixels; }
+};
+
+Axis make_axis(double largest, double pixels, double origin, bool flipped) {
+  Axis a;
+  if (!(largest > 0)) largest = 1;
+  a.step = nice_step(largest, 5);
+  a.max = std::ceil(largest * 1.05 / a.step) * a.step;
+  a.pixels = pixels;
+  a.origin = origin;
+  a.flipped = flipped;
+  return a;
+}
+
+}  // namespace
+
+void write_search_svg(std::ostream& out, const SearchResult& result) {
+  std::vector<const ConfigResult*> shown;
+  double max_rate = 0;
+  int64_t max_bytes = 0, capacity_bytes = 0;
+  for (const ConfigResult& c : result.configs) {
+    if (!c.simulated()) continue;
+    shown.push_back(&c);
+    max_rate = std::max(max_rate, c.samples_per_s);
+    max_bytes = std::max(max_bytes, c.peak_memory_bytes);
+    capacity_bytes = std::max(capacity_bytes, c.memory_capacity_bytes);
+  }
+  // GiB, or MiB for devices (test clusters) smaller than 1 GiB.
+  bool gib = std::max(max_bytes, capacity_bytes) >= (int64_t{1} << 30);
+  const double unit = gib ? 1 << 30 : 1 << 20;
+  const char* unit_name = gib ? "GiB" : "MiB";
+  auto mem = [&](int64_t bytes) { return static_cast<double>(bytes) / unit; };
+  double max_mem = mem(max_bytes), capacity_mem = mem(capacity_bytes);
+  double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
+  Axis x = make_axis(max_rate, plot_w, kLeft, false);
+  Axis y = make_axis(std::max(max_mem, capacity_mem), plot_h, kTop + plot_h, true);
+
+  out << fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n",
+      kWidth, kHeight);
+  out << fmt::format("<rect width=\"{}\" height=\"{}\" fill=\"white\"/>\n", kWidth, kHeight);
+  out << fmt::format(
+      "<text x=\"{}\" y=\"24\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", kLeft,
+      xml_escape(fmt::format("search {} on {}: peak memory against throughput", result.search, result.cluster)));
+  out << fmt::format(
+      "<text x=\"{}\" y=\"44\" fill=\"#444\">{} configurations simulated: {} fit (dots, orange on the Pareto "
+      "front), {} out of memory (red crosses); {} invalid not shown</text>\n",
+      kLeft, shown.size(), result.count(ConfigStatus::ranked), result.count(ConfigStatus::out_of_memory),
+      result.count(ConfigStatus::invalid) + result.count(ConfigStatus::internal_error));
+
+  // Grid, ticks and axis labels.
+  out << "<g class=\"axes\" stroke=\"#ddd\">\n";
+  for (double v = 0; v <= x.max + x.step / 2; v += x.step) {
+    out << fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\"/>\n", x.at(v), y.at(0),
+                       y.at(y.max));
+  }
+  for (double v = 0; v <= y.max + y.step / 2; v += y.step) {
+    out << fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\"/>\n", x.at(0), y.at(v),
+                       x.at(x.max));
+  }
+  out << "</g>\n<g class=\"ticks\" fill=\"#222\">\n";
+  for (double v = 0; v <= x.max + x.step / 2; v += x.step) {
+    out << fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", x.at(v), y.at(0) + 18,
+                       tick_text(v));
+  }
+  for (double v = 0; v <= y.max + y.step / 2; v += y.step) {
+    out << fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", x.at(0) - 8, y.at(v) + 4,
+                       tick_text(v));
+  }
+  out << "</g>\n";
+  out << fmt::format(
+      "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"#222\"/>\n"
+      "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{3:.1f}\" stroke=\"#222\"/>\n",
+      x.at(0), y.at(0), x.at(x.max), y.at(y.max));
+  out << fmt::format(
+      "<text class=\"x-label\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"13\">"
+      "throughput (samples/s)</text>\n",
+      kLeft + plot_w / 2, kHeight - 22);
+  out << fmt::format(
+      "<text class=\"y-label\" x=\"{0:.1f}\" y=\"{1:.1f}\" text-anchor=\"middle\" font-size=\"13\" "
+      "transform=\"rotate(-90 {0:.1f} {1:.1f})\">peak memory per device ({2})</text>\n",
+      28.0, kTop + plot_h / 2, unit_name);
+
+  // The memory every device has: above it, configurations do not fit.
+  if (capacity_mem > 0) {
+    out << fmt::format(
+        "<line class=\"capacity\" x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"#c00\" "
+        "stroke-dasharray=\"6 4\"/>\n<text x=\"{3:.1f}\" y=\"{4:.1f}\" fill=\"#c00\">device memory {5:.0f} "
+        "{6}</text>\n",
+        x.at(0), y.at(capacity_mem), x.at(x.max), x.at(x.max) + 6, y.at(capacity_mem) + 4, capacity_mem, unit_name);
+  }
+
+  // The Pareto front, slowest to fastest, as a staircase: for each memory
+  // budget, the best throughput reachable.
+  std::vector<const ConfigResult*> front;
+  for (const ConfigResult* c : shown) {
+    if (c->pareto) front.push_back(c);
+  }
+  std::sort(front.begin(), front.end(),
+            [](const ConfigResult* a, const ConfigResult* b) { return a->samples_per_s < b->samples_per_s; });
+  if (!front.empty()) {
+    std::string points;
+    for (size_t k = 0; k < front.size(); ++k) {
+      double px = x.at(front[k]->samples_per_s), py = y.at(mem(front[k]->peak_memory_bytes));
+      if (k > 0) points += fmt::format("{:.1f},{:.1f} ", px, y.at(mem(front[k - 1]->peak_memory_bytes)));
+      points += fmt::format("{:.1f},{:.1f} ", px, py);
+    }
+    points.pop_back();
+    out << fmt::format(
+        "<polyline class=\"pareto\" points=\"{}\" fill=\"none\" stroke=\"#e69f00\" "
+        "stroke-width=\"2\"/>\n",
+        points);
+    const ConfigResult* last = front.back();
+    out << fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"#b07000\">Pareto front</text>\n",
+                       x.at(last->samples_per_s) + 8, y.at(mem(last->peak_memory_bytes)) + 16);
+  }
+
+  // One marker per configuration, its figures in a tooltip.
+  out << "<g class=\"configs\">\n";
+  for (const ConfigResult* c : shown) {
+    double px = x.at(c->samples_per_s), py = y.at(mem(c->peak_memory_bytes));
+    std::string tip =
+        xml_escape(fmt::format("{}: {} samples/s, {} per step, {} peak{}", c->label, format_rate(c->samples_per_s),
+                               format_duration(c->step_time_s), format_memory(c->peak_memory_bytes),
+                               c->status == ConfigStatus::out_of_memory ? " (out of memory)" : ""));
+    if (c->status == ConfigStatus::out_of_memory) {
+      out << fmt::format(
+          "<path class=\"config oom\" d=\"M{0:.1f},{1:.1f}l8,8m0,-8l-8,8\" stroke=\"#c00\" stroke-width=\"2\">"
+          "<title>{2}</title></path>\n",
+          px - 4, py - 4, tip);
+    } else {
+      out << fmt::format(
+          "<circle class=\"config fits\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\" "
+          "fill-opacity=\"0.8\"><title>{}</title></circle>\n",
+          px, py, c->pareto ? "#e69f00" : "#0072b2", tip);
+    }
+  }
+  out << "</g>\n";
+
+  // Name the fastest configuration where it is.
+  for (const ConfigResult* c : shown) {
+    if (c->rank != 1) continue;
+    double px = x.at(c->samples_per_s), py = y.at(mem(c->peak_memory_bytes));
+    out << fmt::format(
+        "<circle cx=\"{0:.1f}\" cy=\"{1:.1f}\" r=\"8\" fill=\"none\" stroke=\"#222\"/>\n"
+        "<text class=\"best\" x=\"{0:.1f}\" y=\"{2:.1f}\" text-anchor=\"end\" font-weight=\"bold\">best: {3}</text>\n",
+        px, py, py - 12, xml_escape(c->label));
+  }
+  out << "</svg>\n";
+}
+
+}  // namespace dstc::search

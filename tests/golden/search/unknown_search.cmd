@@ -1,0 +1,1 @@
+search tests/golden/search/small_space.dstrat --search Nope
