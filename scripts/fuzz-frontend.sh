@@ -9,14 +9,18 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-180}"
 out="$root/build-fuzz"
 mkdir -p "$out/grammar" "$out/corpus" "$out/crashers"
+# clang rejects misc/InterpreterDataReader.h (unused here): use a copy of the
+# runtime headers without it.
+rm -rf "$out/antlr4-runtime" && cp -r /usr/include/antlr4-runtime "$out/antlr4-runtime"
+sed -i '/InterpreterDataReader.h/d' "$out/antlr4-runtime/antlr4-runtime.h"
 antlr4 -Dlanguage=Cpp -no-listener -no-visitor -package dstc::grammar -o "$out/grammar" "$root/grammar/Dstrat.g4"
 flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
-cxx=(clang++ -std=c++20 "${flags[@]}" -I"$root" -isystem "$out/grammar" -isystem /usr/include/antlr4-runtime
+cxx=(clang++ -std=c++20 "${flags[@]}" -I"$root" -isystem "$out/grammar" -isystem "$out/antlr4-runtime"
      -DDSTC_STDLIB_DIR="\"$root/stdlib\"")
 objs=()
 for src in "$out"/grammar/DstratLexer.cpp "$out"/grammar/DstratParser.cpp; do
   obj="$out/$(basename "$src" .cpp).o"
-  [ "$obj" -nt "$src" ] || clang++ -std=c++17 "${flags[@]}" -w -isystem /usr/include/antlr4-runtime -c "$src" -o "$obj"
+  [ "$obj" -nt "$src" ] || clang++ -std=c++17 "${flags[@]}" -w -isystem "$out/antlr4-runtime" -c "$src" -o "$obj"
   objs+=("$obj")
 done
 for src in "$root"/compiler/frontend/*.cpp "$root"/ir/source/*.cpp "$root"/tests/fuzz/frontend_fuzz.cpp; do

@@ -58,24 +58,27 @@ std::string unescape(std::string_view quoted) {
   return out;
 }
 
-// Maps ANTLR's code point indexes to byte offsets in the file.
+// Maps ANTLR's code point indexes to byte offsets in the file. The runtime
+// drops a leading UTF-8 byte-order mark, so indexes start after it.
 class OffsetMap {
  public:
   explicit OffsetMap(std::string_view text) {
+    if (text.starts_with("\xEF\xBB\xBF")) base_ = 3;
     bool ascii = true;
     for (char c : text) ascii = ascii && static_cast<unsigned char>(c) < 0x80;
     if (ascii) return;
-    for (uint32_t i = 0; i < text.size(); ++i) {
+    for (auto i = base_; i < text.size(); ++i) {
       if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) byte_of_.push_back(i);
     }
     byte_of_.push_back(static_cast<uint32_t>(text.size()));
   }
   uint32_t byte(size_t code_point) const {
-    if (byte_of_.empty()) return static_cast<uint32_t>(code_point);
+    if (byte_of_.empty()) return static_cast<uint32_t>(code_point) + base_;
     return byte_of_[std::min(code_point, byte_of_.size() - 1)];
   }
 
  private:
+  uint32_t base_ = 0;
   std::vector<uint32_t> byte_of_;
 };
 

@@ -29,6 +29,16 @@ TEST(Parser, KeepsByteRangesPastMultibyteText) {
   EXPECT_EQ(p.sources.file(layer.name_range.file).text.substr(layer.name_range.begin, 1), "A");
 }
 
+// Found by the fuzzer: the runtime skips a byte-order mark, which shifted
+// every range by one code point.
+TEST(Parser, RangesAreRightAfterAByteOrderMark) {
+  Parsed p("\xEF\xBB\xBF// c\nlayer A() {\n  input x[...]\n  output x\n}\n");
+  ASSERT_TRUE(p.ast);
+  ASSERT_EQ(p.ast->comments.size(), 1u);
+  EXPECT_EQ(p.ast->comments[0].text, "// c");
+  EXPECT_EQ(format_file(*p.ast, p.sources), "// c\nlayer A() {\n  input x[...]\n  output x\n}\n");
+}
+
 TEST(Values, OverflowAndExactDivisionAreDiagnosed) {
   Parsed p("model M(a = 4611686018427387904 * 2, b = 7 / 2, c = 7 % 2) {\n}\n");
   ASSERT_TRUE(p.ast);

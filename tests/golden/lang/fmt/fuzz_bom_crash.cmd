@@ -1,0 +1,1 @@
+fmt tests/golden/lang/fmt/data/fuzz_bom_crash.dstrat
