@@ -165,6 +165,99 @@ bool batchnorm_grad_shape(const OpContext& ctx, Types& out, std::string& error) 
   return true;
 }
 
+// (dy, a, b) -> da, db, both of a's shape (the caller sums db over the
+// leading dims b is broadcast over).
+bool maximum_grad_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& a = ctx.operands[1];
+  const TensorType& b = ctx.operands[2];
+  if (!require_float(ctx.operands[0], "the gradient", error) || !require_same_shape(ctx, 1, error)) return false;
+  if (b.dtype != a.dtype || b.rank > a.rank ||
+      !std::equal(b.dims.begin(), b.dims.begin() + b.rank, a.dims.begin() + (a.rank - b.rank)))
+    return fail(error, "operand 3 ({}) must equal the trailing dimensions of operand 2 ({})", str(b), str(a));
+  out.push_back(a);
+  out.push_back(a);
+  return true;
+}
+
+// (dy, x[, gamma]) -> dx.
+bool rms_norm_grad_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& x = ctx.operands[1];
+  if (!require_float(x, "the input", error) || !require_same_shape(ctx, 1, error)) return false;
+  if (x.rank < 1) return fail(error, "rms_norm needs rank >= 1, got {}", str(x));
+  TensorType param(x.dtype, {x.dim(x.rank - 1)});
+  if (ctx.operands.size() > 2 && !(ctx.operands[2] == param))
+    return fail(error, "operand 3 has type {}, expected {}", str(ctx.operands[2]), str(param));
+  out.push_back(x);
+  return true;
+}
+
+// (dy, x) -> dgamma[H].
+bool rms_norm_weight_grad_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& x = ctx.operands[1];
+  if (!require_float(x, "the input", error) || !require_same_shape(ctx, 1, error)) return false;
+  if (x.rank < 1) return fail(error, "rms_norm needs rank >= 1, got {}", str(x));
+  out.push_back(TensorType(x.dtype, {x.dim(x.rank - 1)}));
+  return true;
+}
+
+// (dy, x, y) -> dx: y is x reduced by max over `dims`, dy has y's shape.
+bool reduce_max_grad_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& x = ctx.operands[1];
+  std::vector<bool> reduced(x.rank, false);
+  for (int64_t d : ctx.attrs.ints("dims")) {
+    if (!normalize_dim(d, x.rank, error)) return false;
+    reduced[static_cast<size_t>(d)] = true;
+  }
+  std::vector<int64_t> kept;
+  for (int i = 0; i < x.rank; ++i)
+    if (!reduced[static_cast<size_t>(i)]) kept.push_back(x.dim(i));
+  TensorType y(x.dtype, kept);
+  if (!(ctx.operands[2] == y) || !(ctx.operands[0] == y))
+    return fail(error, "the gradient {} and the maximum {} must be {} reduced: {}", str(ctx.operands[0]),
+                str(ctx.operands[2]), str(x), str(y));
+  out.push_back(x);
+  return true;
+}
+
+// Checks (dy, x, sum, sumsq, ...) of the batchnorm gradients.
+bool batchnorm_grad_operands(const OpContext& ctx, std::string& error) {
+  const TensorType& x = ctx.operands[1];
+  if (!require_float(x, "the input", error) || !require_same_shape(ctx, 1, error)) return false;
+  if (x.rank < 2) return fail(error, "batchnorm needs rank >= 2, got {}", str(x));
+  if (ctx.attrs.integer("count") < 1) return fail(error, "count must be positive");
+  TensorType stats(DType::F32, {x.dim(1)});
+  for (size_t i = 2; i < 4; ++i) {
+    if (!(ctx.operands[i] == stats))
+      return fail(error, "operand {} has type {}, expected {}", i + 1, str(ctx.operands[i]), str(stats));
+  }
+  return true;
+}
+
+// (dy, x, sum, sumsq) -> dgamma = Σ dy·x̂, dbeta = Σ dy per channel (f32).
+bool batchnorm_weight_grad_shape(const OpContext& ctx, Types& out, std::string& error) {
+  if (!batchnorm_grad_operands(ctx, error)) return false;
+  TensorType stats(DType::F32, {ctx.operands[1].dim(1)});
+  out.push_back(stats);
+  out.push_back(stats);
+  return true;
+}
+
+// (dy, x, sum, sumsq, gamma, dgamma, dbeta) -> dx.
+bool batchnorm_input_grad_shape(const OpContext& ctx, Types& out, std::string& error) {
+  if (!batchnorm_grad_operands(ctx, error)) return false;
+  const TensorType& x = ctx.operands[1];
+  TensorType param(x.dtype, {x.dim(1)});
+  TensorType stats(DType::F32, {x.dim(1)});
+  if (!(ctx.operands[4] == param))
+    return fail(error, "operand 5 has type {}, expected {}", str(ctx.operands[4]), str(param));
+  for (size_t i = 5; i < 7; ++i) {
+    if (!(ctx.operands[i] == stats))
+      return fail(error, "operand {} has type {}, expected {}", i + 1, str(ctx.operands[i]), str(stats));
+  }
+  out.push_back(x);
+  return true;
+}
+
 // Weight-like operands (w, and for adam m and v) share a float type; the
 // gradient has their shape and any float dtype (fp32 master weights with a
 // bf16 gradient under mixed precision).
@@ -234,6 +327,25 @@ void add_backward_ops(std::vector<OpInfo>& t) {
       [](const OpContext& c, Results r) { return per_input(c, r, 1); }, OpCategory::Compute, 1u << 1));
   t.push_back(make_op(OpKind::BatchNormGrad, 3, 3, 3, {float_attr("eps", 1e-5)}, batchnorm_grad_shape,
                       [](const OpContext& c, Results r) { return per_input(c, r, 12); }));
+  t.push_back(make_op(OpKind::MaximumGrad, 3, 3, 2, {}, maximum_grad_shape,
+                      [](const OpContext& c, Results r) { return per_input(c, r, 2); }));
+  for (OpKind k : {OpKind::TanhGrad, OpKind::SigmoidGrad})
+    t.push_back(
+        make_op(k, 2, 2, 1, {}, unary_grad_shape, [](const OpContext& c, Results r) { return per_input(c, r, 3); }));
+  t.push_back(make_op(OpKind::LogSoftmaxGrad, 2, 2, 1, {int_attr("dim", -1)}, softmax_grad_shape,
+                      [](const OpContext& c, Results r) { return per_input(c, r, 4); }));
+  t.push_back(make_op(OpKind::RmsNormGrad, 2, 3, 1, {float_attr("eps", 1e-5)}, rms_norm_grad_shape,
+                      [](const OpContext& c, Results r) { return per_input(c, r, 8); }));
+  t.push_back(make_op(OpKind::RmsNormWeightGrad, 2, 2, 1, {float_attr("eps", 1e-5)}, rms_norm_weight_grad_shape,
+                      [](const OpContext& c, Results r) { return per_input(c, r, 4); }));
+  t.push_back(make_op(OpKind::ReduceMaxGrad, 3, 3, 1, {required("dims", AttrType::IntList)}, reduce_max_grad_shape,
+                      [](const OpContext& c, Results r) {
+                        return OpCost{static_cast<double>(r[0].numel()), traffic(c, r)};
+                      }));
+  t.push_back(make_op(OpKind::BatchNormWeightGrad, 4, 4, 2, {required("count", AttrType::Int), float_attr("eps", 1e-5)},
+                      batchnorm_weight_grad_shape, [](const OpContext& c, Results r) { return per_input(c, r, 6); }));
+  t.push_back(make_op(OpKind::BatchNormInputGrad, 7, 7, 1, {required("count", AttrType::Int), float_attr("eps", 1e-5)},
+                      batchnorm_input_grad_shape, [](const OpContext& c, Results r) { return per_input(c, r, 8); }));
 }
 
 void add_optimizer_ops(std::vector<OpInfo>& t) {

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <map>
 
+#include <fmt/ranges.h>
+
 #include "ir/registry_rules.h"
 
 namespace dstc::ir::rules {
@@ -449,6 +451,71 @@ bool cast_shape(const OpContext& ctx, Types& out, std::string& error) {
 
 OpCost no_flops(const OpContext& ctx, Results results) { return {0, traffic(ctx, results)}; }
 
+// Normalizes over the last dimension; the optional gamma has its size.
+bool rms_norm_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& x = ctx.operands[0];
+  if (!require_float(x, "the input", error)) return false;
+  if (x.rank < 1) return fail(error, "rms_norm needs rank >= 1, got {}", str(x));
+  TensorType param(x.dtype, {x.dim(x.rank - 1)});
+  if (ctx.operands.size() > 1 && !(ctx.operands[1] == param))
+    return fail(error, "operand 2 has type {}, expected {}", str(ctx.operands[1]), str(param));
+  out.push_back(x);
+  return true;
+}
+
+// The inverse of sum over `dims`: the result has `shape`, and x is `shape`
+// without the listed dims (increasing), replicated along them.
+bool expand_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& x = ctx.operands[0];
+  std::span<const int64_t> shape = ctx.attrs.ints("shape");
+  std::span<const int64_t> dims = ctx.attrs.ints("dims");
+  if (shape.size() > kMaxRank) return fail(error, "shape has more than {} dimensions", kMaxRank);
+  if (std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; }))
+    return fail(error, "shape sizes must be >= 0");
+  std::vector<int64_t> kept;
+  size_t next = 0;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (next < dims.size() && dims[next] == static_cast<int64_t>(i)) {
+      ++next;
+      continue;
+    }
+    kept.push_back(shape[i]);
+  }
+  if (next != dims.size()) return fail(error, "dims must be increasing positions of the result shape");
+  if (!(TensorType(x.dtype, kept) == x))
+    return fail(error, "operand {} is not the result shape without dims {}", str(x), fmt::join(dims, ", "));
+  out.push_back(TensorType(x.dtype, shape));
+  return true;
+}
+
+// Per-channel (dimension 1) sum and sum of squares over every other
+// dimension, in f32: the statistics a split batch all-reduces.
+bool batchnorm_stats_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& x = ctx.operands[0];
+  if (!require_float(x, "the input", error)) return false;
+  if (x.rank < 2) return fail(error, "batchnorm needs rank >= 2, got {}", str(x));
+  out.push_back(TensorType(DType::F32, {x.dim(1)}));
+  out.push_back(TensorType(DType::F32, {x.dim(1)}));
+  return true;
+}
+
+// (x, sum, sumsq, gamma, beta): normalizes with the given statistics.
+bool batchnorm_apply_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& x = ctx.operands[0];
+  if (!require_float(x, "the input", error)) return false;
+  if (x.rank < 2) return fail(error, "batchnorm needs rank >= 2, got {}", str(x));
+  if (ctx.attrs.integer("count") < 1) return fail(error, "count must be positive");
+  TensorType stats(DType::F32, {x.dim(1)});
+  TensorType param(x.dtype, {x.dim(1)});
+  for (size_t i = 1; i < 5; ++i) {
+    const TensorType& want = i < 3 ? stats : param;
+    if (!(ctx.operands[i] == want))
+      return fail(error, "operand {} has type {}, expected {}", i + 1, str(ctx.operands[i]), str(want));
+  }
+  out.push_back(x);
+  return true;
+}
+
 }  // namespace
 
 void add_forward_ops(std::vector<OpInfo>& t) {
@@ -505,14 +572,36 @@ void add_forward_ops(std::vector<OpInfo>& t) {
       make_op(OpKind::Shard, 1, 1, 1,
               {required("dim", AttrType::Int), required("parts", AttrType::Int), required("axis", AttrType::Int)},
               shard_shape, no_flops));
-  t.push_back(make_op(OpKind::Unshard, 1, 1, 1,
-                      {required("dim", AttrType::Int), required("parts", AttrType::Int), required("axis", AttrType::Int)},
-                      unshard_shape, no_flops));
+  t.push_back(
+      make_op(OpKind::Unshard, 1, 1, 1,
+              {required("dim", AttrType::Int), required("parts", AttrType::Int), required("axis", AttrType::Int)},
+              unshard_shape, no_flops));
   // Keeps the value on coordinate 0 of mesh axis `axis`, zeros elsewhere (B -> P boxing).
   t.push_back(make_op(OpKind::Partialize, 1, 1, 1, {required("axis", AttrType::Int)}, float_unary_shape,
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 0); }));
   t.push_back(make_op(OpKind::Cast, 1, 1, 1, {required("dtype", AttrType::String)}, cast_shape,
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
+  t.push_back(make_op(OpKind::Div, 2, 2, 1, {}, binary_shape,
+                      [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
+  t.push_back(make_op(OpKind::Maximum, 2, 2, 1, {}, binary_shape,
+                      [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
+  for (OpKind k : {OpKind::Tanh, OpKind::Sigmoid, OpKind::Exp, OpKind::Sqrt})
+    t.push_back(make_op(k, 1, 1, 1, {}, float_unary_shape,
+                        [](const OpContext& c, Results r) { return elementwise_cost(c, r, 4); }));
+  t.push_back(make_op(OpKind::LogSoftmax, 1, 1, 1, {int_attr("dim", -1)}, softmax_shape,
+                      [](const OpContext& c, Results r) { return elementwise_cost(c, r, 5); }));
+  t.push_back(make_op(OpKind::RmsNorm, 1, 2, 1, {float_attr("eps", 1e-5)}, rms_norm_shape,
+                      [](const OpContext& c, Results r) { return elementwise_cost(c, r, 5); }));
+  t.push_back(make_op(OpKind::ReduceMax, 1, 1, 1, {required("dims", AttrType::IntList), bool_attr("keepdim", false)},
+                      sum_shape, input_elementwise_cost));
+  t.push_back(make_op(OpKind::Expand, 1, 1, 1,
+                      {required("shape", AttrType::IntList), required("dims", AttrType::IntList)}, expand_shape,
+                      no_flops));
+  t.push_back(make_op(OpKind::BatchNormStats, 1, 1, 2, {}, batchnorm_stats_shape, [](const OpContext& c, Results r) {
+    return OpCost{3.0 * static_cast<double>(c.operands[0].numel()), traffic(c, r)};
+  }));
+  t.push_back(make_op(OpKind::BatchNormApply, 5, 5, 1, {required("count", AttrType::Int), float_attr("eps", 1e-5)},
+                      batchnorm_apply_shape, [](const OpContext& c, Results r) { return elementwise_cost(c, r, 4); }));
 }
 
 }  // namespace dstc::ir::rules

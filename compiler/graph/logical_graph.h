@@ -29,6 +29,27 @@ enum class OpType : uint8_t {
   Embedding,     // (table[v, h], ids[...]) -> [..., h]
   CrossEntropy,  // (logits[..., v], labels[...]) -> scalar loss
   Attention,     // (q, k, v) as [b, heads, s, d] -> [b, heads, s, d]
+  Reshape,       // splits or merges adjacent dims; sizes' products match
+  Select,        // one `index` of input axis `axis`, which goes away
+  Sub,           // a - b, b broadcast over a's leading dims
+  Div,           // a / b, same broadcast
+  Maximum,       // max(a, b), same broadcast
+  Tanh,
+  Sigmoid,
+  Exp,
+  Sqrt,
+  Scale,       // factor * x
+  LogSoftmax,  // over `axis`
+  RmsNorm,     // (x[, gamma]) over x's last dim
+  BatchNorm,   // (x[b, c, ...], gamma, beta): statistics per channel `axis` 1 over the rest (SyncBN)
+  Sum,         // reduces `axes` away
+  Mean,
+  Max,
+  MseLoss,    // (prediction, target) -> scalar: mean of the squared difference
+  Conv2d,     // (x[n, c, h, w], weight[o, c, kh, kw]) -> [n, o, oh, ow]
+  MaxPool2d,  // x[n, c, h, w] -> [n, c, oh, ow]
+  AvgPool2d,
+  Concat,  // along `axis`
 };
 
 std::string_view op_type_name(OpType type);
@@ -65,10 +86,16 @@ struct LogicalOp {
   std::vector<std::string> output_dims;
   int32_t node = -1;  // the layer (leaf) it belongs to
   // Attributes, as the op type uses them.
-  int32_t axis = -1;    // Softmax: normalized axis of the input
-  double p = 0;         // Dropout probability
-  double eps = 1e-5;    // LayerNorm
-  bool causal = false;  // Attention
+  int32_t axis = -1;          // Softmax, LogSoftmax: normalized axis; Select: selected; Concat: joined
+  std::vector<int32_t> axes;  // Sum, Mean, Max: reduced axes of the input, increasing
+  int64_t index = 0;          // Select
+  double p = 0;               // Dropout probability
+  double eps = 1e-5;          // LayerNorm, RmsNorm, BatchNorm
+  double factor = 1;          // Scale
+  int64_t kernel = 1;         // MaxPool2d, AvgPool2d
+  int64_t stride = 1;         // Conv2d, MaxPool2d, AvgPool2d
+  int64_t padding = 0;        // Conv2d, MaxPool2d, AvgPool2d
+  bool causal = false;        // Attention
   SourceRange where;
 };
 

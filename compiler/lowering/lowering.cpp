@@ -194,11 +194,13 @@ ir::ValueId Lowering::box(const Emit& at, ir::ValueId value, const ir::Layout& f
       case TransferKind::AllReduce:
         next[step.axis] = kBroadcast;
         op.kind = ir::OpKind::AllReduce;
+        if (current[step.axis].kind == ir::Sbp::PartialMax) attrs.push_back(ir::AttrValue::string("op", "max"));
         break;
       case TransferKind::ReduceScatter:
         next[step.axis] = split(step.to_dim);
         op.kind = ir::OpKind::ReduceScatter;
         attrs.push_back(ir::AttrValue::integer("dim", step.to_dim));
+        if (current[step.axis].kind == ir::Sbp::PartialMax) attrs.push_back(ir::AttrValue::string("op", "max"));
         break;
       case TransferKind::AllToAll:
         next[step.axis] = split(step.to_dim);
@@ -305,7 +307,7 @@ ir::ValueId Lowering::input_value(int32_t t, int32_t mb, int32_t stage, bool rec
   op.devices = stage_devices_[stage];
   op.peer = stage_devices_[producer_stage];
   op.channel = channels_.at(key);
-  op.meta = {ir::Stream::Feature, ir::Phase::Forward, static_cast<int16_t>(stage), mb, loc_of(tensor.where)};
+  op.meta = {ir::Stream::Pipeline, ir::Phase::Forward, static_cast<int16_t>(stage), mb, loc_of(tensor.where)};
   op.result_types = std::span<const ir::TypeId>(&type, 1);
   op.result_layouts = std::span<const ir::LayoutId>(&layout, 1);
   ir::Builder builder(module_, *function_);
@@ -355,7 +357,7 @@ void Lowering::emit_forward_block(int32_t stage, int32_t mb, bool recompute) {
       send.peer = stage_devices_[to];
       send.channel = channel;
       send.operands = std::span<const ir::ValueId>(&out, 1);
-      send.meta = {ir::Stream::Feature, ir::Phase::Forward, static_cast<int16_t>(stage), mb, loc_of(lop.where)};
+      send.meta = {ir::Stream::Pipeline, ir::Phase::Forward, static_cast<int16_t>(stage), mb, loc_of(lop.where)};
       ir::Builder(module_, *function_).append(send);
     }
   }
@@ -380,7 +382,7 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
         recv.devices = stage_devices_[stage];
         recv.peer = stage_devices_[from];
         recv.channel = channel->second;
-        recv.meta = {ir::Stream::Feature, ir::Phase::InputGrad, static_cast<int16_t>(stage), mb,
+        recv.meta = {ir::Stream::Pipeline, ir::Phase::InputGrad, static_cast<int16_t>(stage), mb,
                      loc_of(graph.tensors[t].where)};
         recv.result_types = std::span<const ir::TypeId>(&type, 1);
         recv.result_layouts = std::span<const ir::LayoutId>(&layout_id, 1);
@@ -389,12 +391,17 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
       }
     }
     if (graph.loss >= 0 && resolved.stage_of_op[graph.tensors[graph.loss].producer] == stage) {
+      // d loss / d loss = 1, replicated, then in the dual of the loss's
+      // layout: where the loss is replicated (B) the gradient is partial, so
+      // one device keeps the 1 and the others hold 0.
       ir::Layout layout = dual_layout(sbp.layouts[graph.loss]);
+      ir::Layout whole(layout.size(), kBroadcast);
       Emit at{stage, mb, ir::Phase::InputGrad, ir::Stream::Compute, graph.tensors[graph.loss].where};
-      grads_[{graph.loss, mb}] = append(
+      ir::ValueId one = append(
           at, ir::OpKind::Fill, {},
           {ir::AttrValue::ints("shape", {}), ir::AttrValue::string("dtype", "f32"), ir::AttrValue::real("value", 1.0)},
-          layout);
+          whole);
+      grads_[{graph.loss, mb}] = box(at, one, whole, layout);
     }
   }
 
@@ -455,7 +462,7 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
       send.peer = stage_devices_[to];
       send.channel = channel;
       send.operands = std::span<const ir::ValueId>(&g, 1);
-      send.meta = {ir::Stream::Feature, ir::Phase::InputGrad, static_cast<int16_t>(stage), mb,
+      send.meta = {ir::Stream::Pipeline, ir::Phase::InputGrad, static_cast<int16_t>(stage), mb,
                    loc_of(graph.tensors[t].where)};
       ir::Builder(module_, *function_).append(send);
     }

@@ -58,8 +58,9 @@ class Lowering {
   // The mesh axis that splits an embedding's vocabulary, or -1.
   int vocab_split_axis(int32_t op) const;
   bool needs_grad(int32_t tensor) const { return requires_grad_[tensor]; }
-  // Where dropout masks of (op, micro-batch) are kept for the backward.
-  std::map<std::pair<int32_t, int32_t>, ir::ValueId>& dropout_masks() { return dropout_masks_; }
+  // What a forward op keeps for its backward beyond its inputs and output,
+  // per (op, micro-batch): dropout's mask, batchnorm's global statistics.
+  std::map<std::pair<int32_t, int32_t>, std::vector<ir::ValueId>>& saved_extras() { return saved_extras_; }
 
   // Forward of one op: its output value (inputs already in their layouts).
   ir::ValueId emit_forward_op(const Emit& at, int32_t op, const std::vector<ir::ValueId>& inputs);
@@ -103,7 +104,7 @@ class Lowering {
   std::map<std::tuple<int32_t, int32_t, int32_t>, uint32_t> grad_channels_;  // gradient sends: (tensor, mb, from stage)
   std::map<std::tuple<int32_t, int32_t, size_t>, ir::ValueId> saved_inputs_;  // (op, mb, input) as the op read it
   std::map<Key, ir::ValueId> saved_outputs_;                                  // (op, mb)
-  std::map<Key, ir::ValueId> dropout_masks_;                                  // (op, mb)
+  std::map<Key, std::vector<ir::ValueId>> saved_extras_;                      // (op, mb)
   std::map<Key, ir::ValueId> grad_outputs_;                                   // (op, mb): gradient of its output
   std::map<Key, ir::ValueId> grads_;                                          // (tensor, mb) on its producer stage
   // Gradient contributions not yet boxed back: (tensor, mb, layout it was

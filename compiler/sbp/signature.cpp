@@ -27,15 +27,103 @@ AxisSignature split_by_name(const LogicalOp& op, const std::string& dim) {
   return sig;
 }
 
+// A reshape's dims in groups whose sizes' products match: [b, s, t] ->
+// [b, s, k, n, d] has groups {b}->{b}, {s}->{s}, {t}->{k, n, d}.
+struct ReshapeGroup {
+  int in_begin, in_end, out_begin, out_end;
+};
+
+std::vector<ReshapeGroup> reshape_groups(const LogicalGraph& g, const LogicalOp& op) {
+  const auto& in = g.tensors[op.inputs[0].tensor].dims;
+  const auto& out = g.tensors[op.output].dims;
+  const int n_in = static_cast<int>(in.size()), n_out = static_cast<int>(out.size());
+  std::vector<ReshapeGroup> groups;
+  int i = 0, j = 0;
+  while (i < n_in && j < n_out) {
+    ReshapeGroup grp{i, i, j, j};
+    int64_t a = in[i++].size, b = out[j++].size;
+    while (a != b) {
+      if (a < b && i < n_in)
+        a *= in[i++].size;
+      else if (b < a && j < n_out)
+        b *= out[j++].size;
+      else
+        break;
+    }
+    grp.in_end = i;
+    grp.out_end = j;
+    groups.push_back(grp);
+  }
+  if (!groups.empty()) {  // trailing size-1 dims join the last group
+    groups.back().in_end = n_in;
+    groups.back().out_end = n_out;
+  }
+  return groups;
+}
+
+// A reshape keeps a split when it is on the outermost dim of its group on
+// both sides: then each device's chunk is one contiguous block either way.
+std::optional<AxisSignature> reshape_split(const LogicalGraph& g, const LogicalOp& op, const std::string& dim,
+                                           std::string& why_not) {
+  for (const ReshapeGroup& grp : reshape_groups(g, op)) {
+    bool first_in = grp.in_begin < grp.in_end && op.inputs[0].dims[grp.in_begin] == dim;
+    bool first_out = grp.out_begin < grp.out_end && op.output_dims[grp.out_begin] == dim;
+    bool inside = false;
+    for (int a = grp.in_begin; a < grp.in_end; ++a) inside |= op.inputs[0].dims[a] == dim;
+    for (int a = grp.out_begin; a < grp.out_end; ++a) inside |= op.output_dims[a] == dim;
+    if (!inside) continue;
+    if (!first_in && !first_out) {
+      why_not =
+          fmt::format("reshape can split '{}' only where it is the outermost of the dims it merges or splits", dim);
+      return std::nullopt;
+    }
+    AxisSignature sig;
+    sig.inputs = {split(grp.in_begin)};
+    sig.output = split(grp.out_begin);
+    return sig;
+  }
+  why_not = fmt::format("reshape has no dim '{}'", dim);
+  return std::nullopt;
+}
+
 bool is_elementwise(OpType t) {
-  return t == OpType::Add || t == OpType::Mul || t == OpType::Gelu || t == OpType::Relu || t == OpType::Dropout;
+  switch (t) {
+    case OpType::Add:
+    case OpType::Sub:
+    case OpType::Mul:
+    case OpType::Div:
+    case OpType::Maximum:
+    case OpType::Gelu:
+    case OpType::Relu:
+    case OpType::Tanh:
+    case OpType::Sigmoid:
+    case OpType::Exp:
+    case OpType::Sqrt:
+    case OpType::Scale:
+    case OpType::Dropout: return true;
+    default: return false;
+  }
+}
+
+// An op that cannot split its input's `axes` (normalized, windowed or joined dims).
+std::optional<AxisSignature> split_unless(const LogicalOp& op, const std::string& dim, std::initializer_list<int> axes,
+                                          std::string_view what, std::string& why_not) {
+  int a = axis_of(op.inputs[0].dims, dim);
+  for (int refused : axes) {
+    if (a == refused) {
+      why_not = fmt::format("{} {} '{}', which it cannot split", op_type_name(op.type), what, dim);
+      return std::nullopt;
+    }
+  }
+  return split_by_name(op, dim);
 }
 
 }  // namespace
 
 ir::Sbp dual(ir::Sbp s) {
   if (s.kind == ir::Sbp::Broadcast) return kPartial;
-  if (s.kind == ir::Sbp::PartialSum) return kBroadcast;
+  // A partial max's gradient: every part needs the whole incoming gradient.
+  if (s.kind == ir::Sbp::PartialSum || s.kind == ir::Sbp::PartialMax) return kBroadcast;
   return s;
 }
 
@@ -74,11 +162,21 @@ std::optional<AxisSignature> signature_for(const LogicalGraph& graph, const Logi
     switch (op.type) {
       case OpType::Einsum:
       case OpType::Mul:
+      case OpType::Div:
+      case OpType::Scale:
       case OpType::Dropout:
+      case OpType::Reshape:
+      case OpType::Select:
+      case OpType::Sum:
+      case OpType::Mean:
+      case OpType::Conv2d:
+      case OpType::AvgPool2d:
         sig.inputs.assign(op.inputs.size(), kBroadcast);
         sig.inputs[0] = kPartial;
         break;
-      case OpType::Add: sig.inputs.assign(op.inputs.size(), kPartial); break;
+      case OpType::Add:
+      case OpType::Sub:
+      case OpType::Concat: sig.inputs.assign(op.inputs.size(), kPartial); break;
       default:
         why_not = fmt::format("{} is not linear in its input, so it cannot take a partial input", name);
         return std::nullopt;
@@ -124,6 +222,67 @@ std::optional<AxisSignature> signature_for(const LogicalGraph& graph, const Logi
         return std::nullopt;
       }
       sig = split_by_name(op, dim);
+      break;
+    }
+    case OpType::Reshape: {
+      auto r = reshape_split(graph, op, dim, why_not);
+      if (!r) return std::nullopt;
+      sig = *r;
+      break;
+    }
+    case OpType::Select:
+      if (axis_of(x, dim) == op.axis) {
+        why_not = fmt::format("select picks one index of '{}', which it cannot split", dim);
+        return std::nullopt;
+      }
+      sig = split_by_name(op, dim);
+      break;
+    case OpType::LogSoftmax: {
+      auto r = split_unless(op, dim, {op.axis}, "normalizes over", why_not);
+      if (!r) return std::nullopt;
+      sig = *r;
+      break;
+    }
+    case OpType::RmsNorm: {
+      auto r = split_unless(op, dim, {static_cast<int>(x.size()) - 1}, "normalizes over", why_not);
+      if (!r) return std::nullopt;
+      sig = *r;
+      break;
+    }
+    case OpType::BatchNorm:
+      // Channels split: per-channel statistics stay local. Any other dim:
+      // the statistics are partial sums, all-reduced (SyncBN).
+    case OpType::Sum:
+    case OpType::Mean:
+    case OpType::MseLoss: sig = split_by_name(op, dim); break;
+    case OpType::Max:
+      // Splitting the reduced dim leaves each device a partial maximum.
+      sig = split_by_name(op, dim);
+      if (sig.output.kind == ir::Sbp::PartialSum) sig.output = {ir::Sbp::PartialMax, 0};
+      break;
+    case OpType::Conv2d: {
+      // x[n, c, h, w], w[o, c, kh, kw]: n and o split the output, c makes it
+      // partial; the spatial dims and the kernel's are windows.
+      if (int a = axis_of(op.inputs[1].dims, dim); a >= 2) {
+        why_not = fmt::format("conv2d cannot split its kernel dim '{}'", dim);
+        return std::nullopt;
+      }
+      auto r = split_unless(op, dim, {2, 3}, "slides its window over", why_not);
+      if (!r) return std::nullopt;
+      sig = *r;
+      break;
+    }
+    case OpType::MaxPool2d:
+    case OpType::AvgPool2d: {
+      auto r = split_unless(op, dim, {2, 3}, "slides its window over", why_not);
+      if (!r) return std::nullopt;
+      sig = *r;
+      break;
+    }
+    case OpType::Concat: {
+      auto r = split_unless(op, dim, {op.axis}, "joins its inputs along", why_not);
+      if (!r) return std::nullopt;
+      sig = *r;
       break;
     }
     case OpType::Attention: {

@@ -214,7 +214,7 @@ TEST(Lowering, PipelineSendsActivationsForwardAndGradientsBack) {
   auto mlp = make_mlp(4, 16, 32, 8);
   StrategySpec spec = make_spec(mlp.graph, {{"pp", 2}, {"dp", 2}}, 16, 4);
   set_default(spec, 1, S("b"));
-  spec.pipeline = {0, mlp.layers_node, {}};
+  spec.pipeline = {0, mlp.layers_node, {}, {}};
   auto c = compile(mlp.graph, spec);
   const ir::Module& m = c->result->module;
   EXPECT_EQ(select(m, {ir::OpKind::Send, -1, ir::Phase::Forward}).size(), 4u);
@@ -275,7 +275,7 @@ TEST(Lowering, ThreeDParallelGptVerifiesUnderEverySchedule) {
       for (int32_t n : {b.q, b.k, b.v, b.attn, b.proj}) set_compute(spec, n, 2, S("n"));
       for (int32_t n : {b.fc1, b.act, b.fc2}) set_compute(spec, n, 2, S("f"));
     }
-    spec.pipeline = {0, gpt.blocks_node, {}};
+    spec.pipeline = {0, gpt.blocks_node, {}, {}};
     ScheduleConfig sc;
     sc.kind = kind;
     sc.micro_batches = 4;

@@ -1,0 +1,449 @@
+#include "compiler/bridge/bridge.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "compiler/compiler_diagnostics.h"
+
+namespace dstc::compiler {
+namespace {
+
+using frontend::OpKind;
+
+ir::DType to_ir(frontend::DType t) {
+  switch (t) {
+    case frontend::DType::F32: return ir::DType::F32;
+    case frontend::DType::F16: return ir::DType::F16;
+    case frontend::DType::BF16: return ir::DType::BF16;
+    case frontend::DType::I32: return ir::DType::I32;
+    case frontend::DType::I64: return ir::DType::I64;
+  }
+  return ir::DType::F32;
+}
+
+const frontend::Value* attr(const frontend::Op& op, std::string_view name) {
+  for (const frontend::OpAttr& a : op.attrs)
+    if (a.name == name) return &a.value;
+  return nullptr;
+}
+
+int axis_named(const std::vector<std::string>& dims, const std::string& name) {
+  auto it = std::find(dims.begin(), dims.end(), name);
+  return it == dims.end() ? -1 : static_cast<int>(it - dims.begin());
+}
+
+class Bridge {
+ public:
+  Bridge(const frontend::Strategy& s, DiagnosticEngine& d) : strategy_(s), model_(*s.model), diags_(d) {}
+
+  std::optional<BridgedProgram> run(bool single_device) {
+    build_nodes();
+    build_tensors();
+    for (size_t i = 0; i < model_.ops.size(); ++i) translate(model_.ops[i]);
+    if (!ok_) return std::nullopt;
+    graph_.loss = strategy_.run.training ? tensor(model_.output) : -1;
+    graph_.infer_batch_axes();
+    // The strategy's global batch sizes every batch dim (the model's own
+    // batch parameter is only its default).
+    int64_t batch = strategy_.run.batch * strategy_.run.accumulate;
+    if (batch > 0) {
+      for (Tensor& t : graph_.tensors)
+        if (t.batch_axis >= 0) t.dims[t.batch_axis].size = batch;
+    }
+    BridgedProgram out{std::move(graph_), {}};
+    out.spec = single_device ? single_device_spec(out.graph) : strategy_spec(out.graph);
+    if (!ok_) return std::nullopt;
+    return out;
+  }
+
+ private:
+  int32_t tensor(frontend::TensorId t) const { return t < 0 ? -1 : tensor_map_[t]; }
+
+  void build_nodes() {
+    for (size_t i = 0; i < model_.nodes.size(); ++i) {
+      const frontend::Node& n = model_.nodes[i];
+      int32_t id = graph_.add_node(i == 0 ? -1 : n.parent, n.name, n.component, n.range);
+      graph_.nodes[id].path = n.path;
+    }
+  }
+
+  void build_tensors() {
+    // Tied parameters become one: every later member reads the first.
+    std::vector<frontend::TensorId> same_as(model_.tensors.size(), frontend::kNone);
+    for (const frontend::TiedParams& tie : strategy_.ties)
+      for (size_t k = 1; k < tie.params.size(); ++k) same_as[tie.params[k]] = tie.params[0];
+    tensor_map_.assign(model_.tensors.size(), -1);
+    for (size_t i = 0; i < model_.tensors.size(); ++i) {
+      const frontend::Tensor& t = model_.tensors[i];
+      Tensor out;
+      out.name = t.name;
+      for (const frontend::Dim& d : t.dims) out.dims.push_back({d.name, d.size});
+      out.dtype = to_ir(t.dtype);
+      out.kind = t.role == frontend::TensorRole::Param   ? TensorKind::Param
+                 : t.role == frontend::TensorRole::Input ? TensorKind::Input
+                                                         : TensorKind::Activation;
+      out.node = t.node;
+      out.where = t.range;
+      if (out.kind == TensorKind::Input) {
+        for (size_t a = 0; a < t.dims.size(); ++a)
+          if (t.dims[a].name == model_.batch_dim) out.batch_axis = static_cast<int32_t>(a);
+      }
+      tensor_map_[i] = graph_.add_tensor(std::move(out));
+    }
+    for (size_t i = 0; i < same_as.size(); ++i)
+      if (same_as[i] != frontend::kNone) tensor_map_[i] = tensor_map_[same_as[i]];
+  }
+
+  void unsupported(const frontend::Op& op, const std::string& why) {
+    diags_.error(diag::unsupported_op, op.range,
+                 fmt::format("the compiler cannot lower this {} yet: {}", frontend::op_name(op.kind), why));
+    ok_ = false;
+  }
+
+  void translate(const frontend::Op& op) {
+    LogicalOp out;
+    out.node = op.node;
+    out.where = op.range;
+    for (const frontend::OpInput& in : op.inputs) out.inputs.push_back({tensor(in.tensor), in.dims});
+    out.output = tensor(op.output);
+    for (const Dim& d : graph_.tensors[out.output].dims) out.output_dims.push_back(d.name);
+    auto dim_attr = [&](std::string_view name) -> int {
+      const frontend::Value* v = attr(op, name);
+      return v ? axis_named(out.inputs[0].dims, v->s) : -1;
+    };
+    auto int_attr = [&](std::string_view name, int64_t fallback) {
+      const frontend::Value* v = attr(op, name);
+      return v && v->type == frontend::ValueType::Int ? v->i : fallback;
+    };
+    auto float_attr = [&](std::string_view name, double fallback) {
+      const frontend::Value* v = attr(op, name);
+      if (!v) return fallback;
+      return v->type == frontend::ValueType::Float ? v->f : static_cast<double>(v->i);
+    };
+    const int rank = static_cast<int>(out.inputs.empty() ? 0 : out.inputs[0].dims.size());
+    switch (op.kind) {
+      case OpKind::Identity:
+        // An alias: consumers read the input.
+        tensor_map_[op.output] = out.inputs[0].tensor;
+        return;
+      case OpKind::Matmul:
+      case OpKind::Einsum: out.type = OpType::Einsum; break;
+      case OpKind::Add:
+      case OpKind::Mul:
+      case OpKind::Maximum:
+      case OpKind::Sub:
+      case OpKind::Div: {
+        out.type = op.kind == OpKind::Add       ? OpType::Add
+                   : op.kind == OpKind::Mul     ? OpType::Mul
+                   : op.kind == OpKind::Maximum ? OpType::Maximum
+                   : op.kind == OpKind::Sub     ? OpType::Sub
+                                                : OpType::Div;
+        if (out.inputs.size() != 2) {
+          unsupported(op,
+                      fmt::format("{} takes exactly two operands here; nest it for more", frontend::op_name(op.kind)));
+          return;
+        }
+        // The IR broadcasts the second operand over the first's leading dims;
+        // operands of commutative ops may swap to get there.
+        bool commutative = out.type == OpType::Add || out.type == OpType::Mul || out.type == OpType::Maximum;
+        if (commutative && out.inputs[1].dims.size() > out.inputs[0].dims.size())
+          std::swap(out.inputs[0], out.inputs[1]);
+        const auto& a = out.inputs[0].dims;
+        const auto& b = out.inputs[1].dims;
+        if (b.size() > a.size() || !std::equal(b.begin(), b.end(), a.end() - static_cast<std::ptrdiff_t>(b.size())) ||
+            out.output_dims != a) {
+          unsupported(op, commutative ? "one operand must be the trailing dims of the other, in the same order"
+                                      : "the second operand must be the trailing dims of the first, in the same order");
+          return;
+        }
+        break;
+      }
+      case OpKind::Gelu: out.type = OpType::Gelu; break;
+      case OpKind::Relu: out.type = OpType::Relu; break;
+      case OpKind::Tanh: out.type = OpType::Tanh; break;
+      case OpKind::Sigmoid: out.type = OpType::Sigmoid; break;
+      case OpKind::Exp: out.type = OpType::Exp; break;
+      case OpKind::Sqrt: out.type = OpType::Sqrt; break;
+      case OpKind::Scale: {
+        out.type = OpType::Scale;
+        const frontend::Value* by = attr(op, "by");
+        out.factor = by ? (by->type == frontend::ValueType::Float ? by->f : static_cast<double>(by->i)) : 1.0;
+        break;
+      }
+      case OpKind::LogSoftmax:
+        out.type = OpType::LogSoftmax;
+        out.axis = dim_attr("dim");
+        if (out.axis < 0) out.axis = rank - 1;
+        break;
+      case OpKind::RmsNorm:
+        out.type = OpType::RmsNorm;
+        out.eps = float_attr("eps", 1e-5);
+        if (int d = dim_attr("dim"); d >= 0 && d != rank - 1) {
+          unsupported(op, "rmsnorm must normalize the last dim");
+          return;
+        }
+        if (out.inputs.size() == 2 && out.inputs[1].dims != std::vector<std::string>{out.inputs[0].dims.back()}) {
+          unsupported(op, "rmsnorm's scale must have exactly the normalized dim");
+          return;
+        }
+        break;
+      case OpKind::BatchNorm: {
+        out.type = OpType::BatchNorm;
+        out.eps = float_attr("eps", 1e-5);
+        int d = dim_attr("dim");
+        if (rank < 2 || d != 1) {
+          unsupported(op, "batchnorm takes its input as [batch, channels, ...] with dim = the channels");
+          return;
+        }
+        if (out.inputs.size() != 3) {
+          unsupported(op, "batchnorm needs gamma and beta");
+          return;
+        }
+        for (size_t i = 1; i < 3; ++i) {
+          if (out.inputs[i].dims != std::vector<std::string>{out.inputs[0].dims[1]}) {
+            unsupported(op, "batchnorm's gamma and beta must have exactly the channel dim");
+            return;
+          }
+        }
+        break;
+      }
+      case OpKind::Sum:
+      case OpKind::Mean:
+      case OpKind::Max:
+        out.type = op.kind == OpKind::Sum ? OpType::Sum : op.kind == OpKind::Mean ? OpType::Mean : OpType::Max;
+        out.axes = {dim_attr("dim")};
+        break;
+      case OpKind::GlobalAvgPool:
+        out.type = OpType::Mean;
+        out.axes = {rank - 2, rank - 1};
+        break;
+      case OpKind::MseLoss: out.type = OpType::MseLoss; break;
+      case OpKind::Conv2d:
+        out.type = OpType::Conv2d;
+        out.stride = int_attr("stride", 1);
+        out.padding = int_attr("padding", 0);
+        if (rank != 4) {
+          unsupported(op, "conv2d takes its input as [batch, channels, height, width]");
+          return;
+        }
+        break;
+      case OpKind::MaxPool2d:
+      case OpKind::AvgPool2d:
+        out.type = op.kind == OpKind::MaxPool2d ? OpType::MaxPool2d : OpType::AvgPool2d;
+        out.kernel = int_attr("kernel", 1);
+        out.stride = int_attr("stride", out.kernel);
+        out.padding = int_attr("padding", 0);
+        if (rank != 4) {
+          unsupported(op, "pooling takes its input as [batch, channels, height, width]");
+          return;
+        }
+        break;
+      case OpKind::Concat:
+        out.type = OpType::Concat;
+        out.axis = dim_attr("dim");
+        break;
+      case OpKind::Dropout: {
+        out.type = OpType::Dropout;
+        const frontend::Value* p = attr(op, "p");
+        out.p = p ? (p->type == frontend::ValueType::Float ? p->f : static_cast<double>(p->i)) : 0.0;
+        break;
+      }
+      case OpKind::Softmax:
+        out.type = OpType::Softmax;
+        out.axis = dim_attr("dim");
+        if (out.axis < 0) out.axis = rank - 1;
+        break;
+      case OpKind::LayerNorm:
+        out.type = OpType::LayerNorm;
+        out.eps = float_attr("eps", 1e-5);
+        if (int d = dim_attr("dim"); d >= 0 && d != rank - 1) {
+          unsupported(op, "layernorm must normalize the last dim");
+          return;
+        }
+        if (out.inputs.size() != 3) {
+          unsupported(op, "layernorm needs gamma and beta");
+          return;
+        }
+        break;
+      case OpKind::Embedding: out.type = OpType::Embedding; break;
+      case OpKind::CrossEntropy:
+        out.type = OpType::CrossEntropy;
+        if (int d = dim_attr("dim"); d >= 0 && d != rank - 1) {
+          unsupported(op, "the class dim must be the last dim of the logits");
+          return;
+        }
+        break;
+      case OpKind::Attention: {
+        out.type = OpType::Attention;
+        const frontend::Value* causal = attr(op, "causal");
+        out.causal = causal && causal->b;
+        if (rank != 4) {
+          unsupported(op, "attention takes q, k and v as [batch, heads, seq, head_dim]");
+          return;
+        }
+        break;
+      }
+      case OpKind::Reshape: out.type = OpType::Reshape; break;
+      case OpKind::Select: {
+        out.type = OpType::Select;
+        out.axis = dim_attr("dim");
+        const frontend::Value* index = attr(op, "index");
+        out.index = index ? index->i : 0;
+        break;
+      }
+    }
+    graph_.add_op(std::move(out));
+  }
+
+  // --- the strategy ---
+
+  ir::Layout layout_of(const std::vector<frontend::Sbp>& sbp, int32_t t) {
+    ir::Layout layout;
+    for (const frontend::Sbp& s : sbp) {
+      ir::Sbp out;
+      if (s.kind == frontend::SbpKind::Split) {
+        int dim = s.dim_index;
+        if (dim < 0) {
+          const auto& dims = graph_.tensors[t].dims;
+          for (size_t a = 0; a < dims.size(); ++a)
+            if (dims[a].name == s.dim) dim = static_cast<int>(a);
+        }
+        out = {ir::Sbp::Split, static_cast<uint8_t>(std::max(dim, 0))};
+      } else if (s.kind == frontend::SbpKind::Partial) {
+        out = {s.reduce == frontend::ReduceOp::Max ? ir::Sbp::PartialMax : ir::Sbp::PartialSum, 0};
+      }
+      layout.push_back(out);
+    }
+    return layout;
+  }
+
+  static std::optional<AxisCompute> axis_compute(const frontend::Sbp& s) {
+    if (!s.written) return std::nullopt;
+    switch (s.kind) {
+      case frontend::SbpKind::Split: return AxisCompute{AxisCompute::Split, s.dim};
+      case frontend::SbpKind::Broadcast: return AxisCompute{AxisCompute::Broadcast, {}};
+      case frontend::SbpKind::Partial: return AxisCompute{AxisCompute::Partial, {}};
+    }
+    return std::nullopt;
+  }
+
+  static ComputeConfig compute_config(const frontend::ComputeConfig& c) {
+    ComputeConfig out;
+    for (const frontend::Sbp& s : c.sbp) out.axes.push_back(axis_compute(s));
+    out.where = c.range;
+    return out;
+  }
+
+  void run_config(StrategySpec& spec) {
+    const frontend::RunConfig& run = strategy_.run;
+    spec.train.training = run.training;
+    spec.train.global_batch = run.batch;
+    spec.train.optimizer = run.optimizer == frontend::Optimizer::Sgd ? Optimizer::Sgd : Optimizer::Adam;
+    spec.train.precision = run.precision == frontend::Precision::Bf16   ? ir::DType::BF16
+                           : run.precision == frontend::Precision::Fp16 ? ir::DType::F16
+                                                                        : ir::DType::F32;
+    spec.train.where = run.range;
+  }
+
+  StrategySpec single_device_spec(const LogicalGraph& g) {
+    StrategySpec spec;
+    spec.name = strategy_.name + ".single_device";
+    spec.mesh = ir::Mesh("world", {{"device", 1}});
+    spec.resize_for(g.nodes.size(), g.tensors.size());
+    run_config(spec);
+    return spec;
+  }
+
+  StrategySpec strategy_spec(const LogicalGraph& g) {
+    StrategySpec spec;
+    spec.name = strategy_.name;
+    std::vector<ir::MeshAxis> axes;
+    for (const frontend::MeshAxis& a : strategy_.mesh) axes.push_back({a.name, static_cast<int32_t>(a.size)});
+    spec.mesh = ir::Mesh("world", axes);
+    spec.resize_for(g.nodes.size(), g.tensors.size());
+    run_config(spec);
+
+    for (const frontend::ScheduleConfig& sc : strategy_.schedules) {
+      ScheduleConfig c;
+      if (sc.micro_batches) c.micro_batches = static_cast<int32_t>(*sc.micro_batches);
+      if (sc.max_ongoing) c.max_ongoing = static_cast<int32_t>(*sc.max_ongoing);
+      c.recompute = sc.recompute;
+      if (sc.kind) {
+        switch (*sc.kind) {
+          case frontend::ScheduleKind::Gpipe: c.kind = schedule::ScheduleKind::GPipe; break;
+          case frontend::ScheduleKind::OneFOneB: c.kind = schedule::ScheduleKind::OneFOneB; break;
+          case frontend::ScheduleKind::Interleaved:
+            c.kind = schedule::ScheduleKind::Interleaved;
+            c.virtual_stages = static_cast<int32_t>(sc.virtual_stages);
+            break;
+          case frontend::ScheduleKind::ZbH1: c.kind = schedule::ScheduleKind::ZeroBubbleH1; break;
+          case frontend::ScheduleKind::Table: c.table = sc.table; break;
+        }
+      }
+      c.where = sc.range;
+      spec.schedule[sc.node] = c;
+    }
+    // Gradient accumulation: each optimizer step runs `accumulate` times as
+    // many micro-batches over a batch that many times larger.
+    if (strategy_.run.accumulate > 1) {
+      ScheduleConfig& root = spec.schedule[0] ? *spec.schedule[0] : spec.schedule[0].emplace();
+      root.micro_batches = static_cast<int32_t>(root.micro_batches.value_or(1) * strategy_.run.accumulate);
+    }
+
+    if (strategy_.default_compute) spec.default_compute = compute_config(*strategy_.default_compute);
+    for (const frontend::ComputeConfig& c : strategy_.compute)
+      if (!c.from_default) spec.compute[c.leaf] = compute_config(c);
+
+    for (const frontend::MemoryConfig& m : strategy_.memory) {
+      int32_t t = tensor(m.tensor);
+      TensorLayoutConfig layout{layout_of(m.sbp, t), m.range};
+      if (m.roles & frontend::kRoleParam) spec.memory[t].value = layout;
+      if (m.roles & frontend::kRoleGrad) spec.memory[t].grad = layout;
+      if (m.roles & frontend::kRoleOptimizer) spec.memory[t].optimizer = layout;
+    }
+
+    if (strategy_.pipeline.present) pipeline(g, spec);
+    return spec;
+  }
+
+  // `pipeline X over pp` places X's children; the compiler cuts them into
+  // ranks × virtual stages. Explicit stage lists place nodes directly.
+  void pipeline(const LogicalGraph& g, StrategySpec& spec) {
+    const frontend::PipelinePlacement& p = strategy_.pipeline;
+    spec.pipeline.axis = static_cast<int32_t>(p.axis);
+    spec.pipeline.where = p.range;
+    int32_t parent = -2;
+    for (const frontend::PipelineStage& st : p.stages) {
+      if (st.nodes.empty()) continue;
+      int32_t first = g.nodes[st.nodes.front()].parent;
+      parent = parent == -2 || parent == first ? first : -1;
+    }
+    if (parent >= 0) {
+      spec.pipeline.node = parent;
+      return;
+    }
+    spec.pipeline.stage_of_node.assign(g.nodes.size(), -1);
+    for (const frontend::PipelineStage& st : p.stages)
+      for (frontend::NodeId n : st.nodes) spec.pipeline.stage_of_node[n] = static_cast<int32_t>(st.index);
+  }
+
+  const frontend::Strategy& strategy_;
+  const frontend::Model& model_;
+  DiagnosticEngine& diags_;
+  LogicalGraph graph_;
+  std::vector<int32_t> tensor_map_;
+  bool ok_ = true;
+};
+
+}  // namespace
+
+std::optional<BridgedProgram> bridge_strategy(const frontend::Strategy& strategy, DiagnosticEngine& diags) {
+  return Bridge(strategy, diags).run(false);
+}
+
+std::optional<BridgedProgram> bridge_single_device(const frontend::Strategy& strategy, DiagnosticEngine& diags) {
+  return Bridge(strategy, diags).run(true);
+}
+
+}  // namespace dstc::compiler

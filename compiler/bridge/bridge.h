@@ -1,0 +1,30 @@
+// From the front end's elaborated model and strategy to the compiler's
+// logical graph and strategy spec. The graph keeps the module tree and the
+// ops' dim names; ops the IR expresses differently are rewritten here
+// (matmul becomes einsum; attention over [b, s, n, d] is wrapped in einsum
+// permutes to the IR's [b, n, s, d]; identity disappears).
+#pragma once
+
+#include <optional>
+
+#include "compiler/frontend/strategy.h"
+#include "compiler/graph/logical_graph.h"
+#include "compiler/strategy/strategy_spec.h"
+#include "ir/source/diagnostics.h"
+
+namespace dstc::compiler {
+
+struct BridgedProgram {
+  LogicalGraph graph;
+  StrategySpec spec;
+};
+
+// The strategy as written. nullopt when the model uses what the compiler
+// cannot lower (reported to `diags`).
+std::optional<BridgedProgram> bridge_strategy(const frontend::Strategy& strategy, DiagnosticEngine& diags);
+
+// The same model and training config on a single device, with the batch in
+// one micro-batch: the reference `dstc verify` compares against.
+std::optional<BridgedProgram> bridge_single_device(const frontend::Strategy& strategy, DiagnosticEngine& diags);
+
+}  // namespace dstc::compiler
