@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "backends/reference/argument_values.h"
+#include "backends/reference/verify_diagnostics.h"
 #include "ir/printer.h"
 #include "ir/registry.h"
 
@@ -77,7 +78,10 @@ ProgramPlace place_of(const ir::Module& m, const ir::Function& f, ir::OpId op) {
   p.op_text = ir::print_op(m, f, f.ops[op]);
   if (f.ops[op].loc != ir::kNoLoc) {
     const ir::SourceLoc& loc = m.loc(f.ops[op].loc);
-    p.location = fmt::format("{}:{}:{}", m.str(loc.file), loc.line, loc.column);
+    p.file = m.str(loc.file);
+    p.line = loc.line;
+    p.column = loc.column;
+    p.location = fmt::format("{}:{}:{}", p.file, loc.line, loc.column);
   }
   return p;
 }
@@ -268,6 +272,41 @@ void print_verify_result(std::ostream& out, const VerifyResult& r) {
   out << fmt::format("  {} tensors compared; worst error {:.3g} ({}); tolerance {:.3g}\n", r.tensors_compared,
                      r.worst_error, r.worst_tensor, r.tolerance);
   out << fmt::format("  loss {:.9g} (single device {:.9g})\n", r.loss, r.reference_loss);
+}
+
+}  // namespace dstc::reference
+
+namespace dstc::reference {
+
+void report_verify_failure(const VerifyResult& r, DiagnosticEngine& diags) {
+  if (r.passed || r.reference_problem) return;
+  auto range_of = [&](const ProgramPlace& p) {
+    std::optional<FileId> file = p.file.empty() ? std::nullopt : diags.sources().find(p.file);
+    return file ? diags.sources().range_at(*file, p.line, p.column) : SourceRange{};
+  };
+  auto with_op = [&](DiagnosticEngine::Builder b, const ProgramPlace& p) {
+    if (!p.op_text.empty()) b.note(fmt::format("in the compiled program: {}", p.op_text));
+  };
+  if (r.problem) {
+    DiagKind kind = r.problem->kind == ExecutionProblem::PartialRead      ? diag::kVerifyPartialRead
+                    : r.problem->kind == ExecutionProblem::LayoutMismatch ? diag::kVerifyLayoutMismatch
+                                                                          : diag::kVerifyMismatch;
+    with_op(diags.error(kind, range_of(r.at), r.problem->message), r.at);
+    return;
+  }
+  if (r.difference) {
+    const TensorDifference& d = *r.difference;
+    std::string message =
+        d.rank >= 0 ? fmt::format("the copies of {} on different devices disagree (rank {} differs by {:.3g})",
+                                  d.tensor, d.rank, d.error)
+                    : fmt::format("{} differs from the single-device model: element [{}] is {:.9g}, expected {:.9g}",
+                                  d.tensor, fmt::join(d.index, ", "), d.actual, d.expected);
+    with_op(diags.error(diag::kVerifyMismatch, range_of(d.producer), message), d.producer);
+    return;
+  }
+  if (!r.missing.empty())
+    diags.error(diag::kVerifyMismatch, {},
+                fmt::format("{} is not comparable between the strategy and the single-device model", r.missing));
 }
 
 }  // namespace dstc::reference

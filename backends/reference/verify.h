@@ -14,6 +14,7 @@
 #include "backends/reference/executor.h"
 #include "compiler/graph/logical_graph.h"
 #include "ir/module.h"
+#include "ir/source/diagnostics.h"
 
 namespace dstc::reference {
 
@@ -32,6 +33,8 @@ struct ProgramPlace {
   ir::OpId op = ir::kNone;
   std::string op_text;   // the op as `dstc ir print` writes it
   std::string location;  // its .dstrat location "file:line:column", or ""
+  std::string file;
+  uint32_t line = 0, column = 0;
 };
 
 struct TensorDifference {
@@ -72,5 +75,11 @@ VerifyResult compare_programs(const compiler::LogicalGraph& graph, const ir::Mod
 
 // A human-readable report: a pass line with the figures, or what differs.
 void print_verify_result(std::ostream& out, const VerifyResult& result);
+
+// A failed verification as a diagnostic at the .dstrat location of the op
+// where the strategy's program goes wrong (found in `diags`' sources by
+// path; without a location when the file is not loaded or the op has none).
+// Nothing for a pass or a failure of the single-device program.
+void report_verify_failure(const VerifyResult& result, DiagnosticEngine& diags);
 
 }  // namespace dstc::reference

@@ -102,7 +102,7 @@ TEST(PlantedFault, RemovedForwardAllReduceIsAPartialRead) {
   EXPECT_NE(r.problem->message.find("tp"), std::string::npos);
 }
 
-TEST(PlantedFault, RemovedGradientAllReduceIsAMismatchedLayout) {
+TEST(PlantedFault, RemovedGradientAllReduceIsReadAsWholeByTheOptimizer) {
   Programs p = mlp_programs(false);
   ir::Function& f = p.distributed.functions[0];
   auto removed = bypass_first(
@@ -111,7 +111,49 @@ TEST(PlantedFault, RemovedGradientAllReduceIsAMismatchedLayout) {
   VerifyResult r = compare_programs(p.graph, p.distributed, p.single, {});
   EXPECT_FALSE(r.passed);
   ASSERT_TRUE(r.problem) << report(r);
+  EXPECT_EQ(r.problem->kind, ExecutionProblem::PartialRead) << report(r);
   EXPECT_NE(r.at.op_text.find("adam"), std::string::npos) << report(r);
+}
+
+// The kind of the diagnostic `dstc verify` reports for a result.
+std::string diagnostic_kind(const VerifyResult& r) {
+  SourceManager sources;
+  DiagnosticEngine diags(sources);
+  report_verify_failure(r, diags);
+  return diags.diagnostics().size() == 1 ? std::string(diags.diagnostics()[0].kind.name) : "";
+}
+
+TEST(PlantedFault, AMislabelledReductionIsALayoutMismatch) {
+  Programs p = mlp_programs(false);
+  ir::Function& f = p.distributed.functions[0];
+  // The forward all-reduce's result declared partial on tp: it is whole.
+  for (const ir::Op& op : f.ops) {
+    if (op.kind != ir::OpKind::AllReduce || op.phase != ir::Phase::Forward) continue;
+    ir::Value& v = f.values[f.result(op)];
+    ir::Layout layout = p.distributed.layout(v.layout);
+    layout[1] = ir::Sbp{ir::Sbp::PartialSum, 0};
+    v.layout = p.distributed.intern_layout(layout);
+    break;
+  }
+  VerifyResult r = compare_programs(p.graph, p.distributed, p.single, {});
+  ASSERT_TRUE(r.problem) << report(r);
+  EXPECT_EQ(r.problem->kind, ExecutionProblem::LayoutMismatch) << report(r);
+  EXPECT_NE(r.at.op_text.find("all_reduce"), std::string::npos) << report(r);
+  EXPECT_EQ(diagnostic_kind(r), "verify-layout-mismatch");
+}
+
+TEST(PlantedFault, EachFailureIsReportedWithItsKind) {
+  Programs p = mlp_programs(false);
+  Programs q = mlp_programs(false);
+  ASSERT_TRUE(bypass_first(p.distributed.functions[0], [](const ir::Op& op) {
+    return op.kind == ir::OpKind::AllReduce && op.phase == ir::Phase::Forward;
+  }));
+  EXPECT_EQ(diagnostic_kind(compare_programs(p.graph, p.distributed, p.single, {})), "verify-partial-read");
+  ASSERT_TRUE(
+      bypass_first(q.distributed.functions[0], [](const ir::Op& op) { return op.kind == ir::OpKind::Accumulate; }));
+  EXPECT_EQ(diagnostic_kind(compare_programs(q.graph, q.distributed, q.single, {})), "verify-mismatch");
+  Programs ok = mlp_programs(false);
+  EXPECT_EQ(diagnostic_kind(compare_programs(ok.graph, ok.distributed, ok.single, {})), "");
 }
 
 TEST(PlantedFault, RemovedAllReduceWithoutLayoutChecksIsAWrongUpdate) {

@@ -1,0 +1,180 @@
+// The backward kernels are the derivatives of the forward ones (checked by
+// central differences), and logical layouts place and gather blocks as the
+// nesting convention says.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "backends/reference/kernels.h"
+#include "backends/reference/logical_layout.h"
+
+namespace dstc::reference {
+namespace {
+
+HostTensor random_tensor(std::vector<int64_t> shape, uint32_t seed) {
+  HostTensor t(ir::DType::F64, shape);
+  for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = std::sin(1.7 * static_cast<double>(i + seed) + seed);
+  return t;
+}
+
+// d/dx of sum(w * f(x)) by central differences, against `analytic`.
+void expect_gradient(const std::function<HostTensor(const HostTensor&)>& f, HostTensor x, const HostTensor& w,
+                     const HostTensor& analytic, const char* what) {
+  for (size_t i = 0; i < x.data.size(); ++i) {
+    const double h = 1e-6, keep = x.data[i];
+    auto loss = [&](double v) {
+      x.data[i] = v;
+      HostTensor y = f(x);
+      double s = 0;
+      for (size_t j = 0; j < y.data.size(); ++j) s += w.data[j] * y.data[j];
+      return s;
+    };
+    double numeric = (loss(keep + h) - loss(keep - h)) / (2 * h);
+    x.data[i] = keep;
+    EXPECT_NEAR(analytic.data[i], numeric, 1e-6 * (1 + std::abs(numeric))) << what << " element " << i;
+  }
+}
+
+TEST(Kernels, GeluSoftmaxLayerNormGradientsAreDerivatives) {
+  HostTensor x = random_tensor({3, 5}, 1), w = random_tensor({3, 5}, 2), dx(ir::DType::F64, x.shape);
+  auto gelu = [](const HostTensor& in) {
+    HostTensor y(in.dtype, in.shape);
+    kernels::gelu(in, y);
+    return y;
+  };
+  kernels::gelu_grad(w, x, dx);
+  expect_gradient(gelu, x, w, dx, "gelu");
+  for (int dim : {0, 1}) {
+    auto softmax = [dim](const HostTensor& in) {
+      HostTensor y(in.dtype, in.shape);
+      kernels::softmax(in, dim, y);
+      return y;
+    };
+    kernels::softmax_grad(w, softmax(x), dim, dx);
+    expect_gradient(softmax, x, w, dx, "softmax");
+  }
+  HostTensor gamma = random_tensor({5}, 3), beta = random_tensor({5}, 4);
+  HostTensor dgamma(ir::DType::F64, gamma.shape), dbeta(ir::DType::F64, beta.shape);
+  auto ln = [&](const HostTensor& in) {
+    HostTensor y(in.dtype, in.shape);
+    kernels::layernorm(in, gamma, beta, 1e-5, y);
+    return y;
+  };
+  kernels::layernorm_grad(w, x, gamma, 1e-5, dx);
+  expect_gradient(ln, x, w, dx, "layernorm dx");
+  kernels::layernorm_weight_grad(w, x, 1e-5, dgamma, dbeta);
+  expect_gradient(
+      [&](const HostTensor& g) {
+        HostTensor y(x.dtype, x.shape);
+        kernels::layernorm(x, g, beta, 1e-5, y);
+        return y;
+      },
+      gamma, w, dgamma, "layernorm dgamma");
+}
+
+TEST(Kernels, AttentionGradientIsItsDerivative) {
+  for (bool causal : {false, true}) {
+    HostTensor q = random_tensor({1, 2, 3, 4}, 5), k = random_tensor({1, 2, 3, 4}, 6),
+               v = random_tensor({1, 2, 3, 4}, 7);
+    HostTensor w = random_tensor({1, 2, 3, 4}, 8);
+    HostTensor dq(ir::DType::F64, q.shape), dk(ir::DType::F64, k.shape), dv(ir::DType::F64, v.shape);
+    kernels::attention_grad(w, q, k, v, causal, 0, dq, dk, dv);
+    auto run = [&](const HostTensor& a, const HostTensor& b, const HostTensor& c) {
+      HostTensor y(a.dtype, a.shape);
+      kernels::attention(a, b, c, causal, 0, y);
+      return y;
+    };
+    expect_gradient([&](const HostTensor& x) { return run(x, k, v); }, q, w, dq, "attention dq");
+    expect_gradient([&](const HostTensor& x) { return run(q, x, v); }, k, w, dk, "attention dk");
+    expect_gradient([&](const HostTensor& x) { return run(q, k, x); }, v, w, dv, "attention dv");
+  }
+}
+
+TEST(Kernels, CrossEntropyConvPoolAndBatchNormGradientsAreDerivatives) {
+  HostTensor logits = random_tensor({4, 3}, 9), labels(ir::DType::I32, std::vector<int64_t>{4});
+  labels.data = {0, 2, 1, 2};
+  HostTensor one(ir::DType::F64, std::vector<int64_t>{}), dlogits(ir::DType::F64, logits.shape);
+  one.data[0] = 1;
+  kernels::cross_entropy_grad(one, logits, labels, true, dlogits);
+  expect_gradient(
+      [&](const HostTensor& x) {
+        HostTensor y(x.dtype, std::vector<int64_t>{});
+        kernels::cross_entropy(x, labels, true, y);
+        return y;
+      },
+      logits, one, dlogits, "cross_entropy");
+
+  kernels::Conv2dParams p;
+  p.stride[0] = 2;
+  p.padding[1] = 1;
+  HostTensor x = random_tensor({2, 2, 5, 4}, 10), wt = random_tensor({3, 2, 3, 2}, 11);
+  auto conv = [&](const HostTensor& a, const HostTensor& b) {
+    HostTensor y(a.dtype, std::vector<int64_t>{2, 3, 2, 5});
+    kernels::conv2d(a, b, p, y);
+    return y;
+  };
+  HostTensor w = random_tensor({2, 3, 2, 5}, 12), dx(ir::DType::F64, x.shape), dw(ir::DType::F64, wt.shape);
+  kernels::conv2d_input_grad(w, wt, p, dx);
+  kernels::conv2d_weight_grad(w, x, p, dw);
+  expect_gradient([&](const HostTensor& a) { return conv(a, wt); }, x, w, dx, "conv2d dx");
+  expect_gradient([&](const HostTensor& b) { return conv(x, b); }, wt, w, dw, "conv2d dw");
+
+  kernels::PoolParams pool;
+  pool.kernel[0] = pool.kernel[1] = 2;
+  pool.stride[0] = pool.stride[1] = 2;
+  HostTensor wp = random_tensor({2, 2, 2, 2}, 13), dpool(ir::DType::F64, x.shape);
+  auto pooled = [&](bool max) {
+    return [&, max](const HostTensor& a) {
+      HostTensor y(a.dtype, std::vector<int64_t>{2, 2, 2, 2});
+      max ? kernels::max_pool2d(a, pool, y) : kernels::avg_pool2d(a, pool, y);
+      return y;
+    };
+  };
+  kernels::max_pool2d_grad(wp, x, pool, dpool);
+  expect_gradient(pooled(true), x, wp, dpool, "max_pool2d");
+  dpool = HostTensor(ir::DType::F64, x.shape);
+  kernels::avg_pool2d_grad(wp, pool, dpool);
+  expect_gradient(pooled(false), x, wp, dpool, "avg_pool2d");
+
+  HostTensor gamma = random_tensor({2}, 14), beta = random_tensor({2}, 15);
+  HostTensor wb = random_tensor(x.shape, 16), dbx(ir::DType::F64, x.shape), dg(ir::DType::F64, gamma.shape),
+             db(ir::DType::F64, beta.shape);
+  kernels::batchnorm_grad(wb, x, gamma, 1e-5, dbx, dg, db);
+  expect_gradient(
+      [&](const HostTensor& a) {
+        HostTensor y(a.dtype, a.shape);
+        kernels::batchnorm(a, gamma, beta, 1e-5, y);
+        return y;
+      },
+      x, wb, dbx, "batchnorm dx");
+}
+
+TEST(LogicalLayout, LaterMeshAxesChunkOutermostAndPartialsSum) {
+  ir::Module m;
+  m.set_mesh(ir::Mesh("world", {{"dp", 2}, {"tp", 2}}));
+  ir::DeviceSetId all = m.intern_devices(ir::DeviceSet::whole(m.mesh()));
+  ir::Layout both{{ir::Sbp::Split, 0}, {ir::Sbp::Split, 0}};
+  // Rank (dp=1, tp=0) holds chunk 1 of 4: tp picks the outer half, dp the quarter in it.
+  EXPECT_EQ(place_on_device(m, all, both, std::vector<int64_t>{2}, 2).offset[0], 2);
+  EXPECT_EQ(place_on_device(m, all, both, std::vector<int64_t>{2}, 1).offset[0], 4);
+  HostTensor logical(ir::DType::F32, std::vector<int64_t>{8});
+  for (size_t i = 0; i < 8; ++i) logical.data[i] = static_cast<double>(i);
+  std::vector<HostTensor> locals;
+  for (ir::Rank r : m.members(all))
+    locals.push_back(
+        local_part(logical, place_on_device(m, all, both, std::vector<int64_t>{2}, r), std::vector<int64_t>{2}));
+  std::vector<const HostTensor*> parts;
+  for (const HostTensor& t : locals) parts.push_back(&t);
+  EXPECT_EQ(gather_logical(m, all, both, parts).logical.data, logical.data);
+  // Partial on tp, split on dp: the gathered value sums the tp parts.
+  ir::Layout partial{{ir::Sbp::Split, 0}, {ir::Sbp::PartialSum, 0}};
+  GatheredTensor g = gather_logical(m, all, partial, parts);
+  EXPECT_EQ(g.logical.data, (std::vector<double>{0 + 4, 1 + 5, 2 + 6, 3 + 7}));
+  // Broadcast on tp: the copies differ, which gathering reports.
+  ir::Layout replicated{{ir::Sbp::Split, 0}, {ir::Sbp::Broadcast, 0}};
+  EXPECT_GT(gather_logical(m, all, replicated, parts).replica_difference, 0);
+}
+
+}  // namespace
+}  // namespace dstc::reference
