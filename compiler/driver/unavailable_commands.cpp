@@ -16,12 +16,6 @@ Command add_unavailable_command(CLI::App& root, const std::string& name, const s
 
 }  // namespace
 
-Command add_verify_command(CLI::App& root) {
-  return add_unavailable_command(root, "verify",
-                                 "Prove on the CPU that a strategy computes what the single-device model computes",
-                                 "the CPU reference executor");
-}
-
 Command add_run_command(CLI::App& root) {
   return add_unavailable_command(root, "run", "Execute a strategy on GPUs with CUDA, cuBLAS and NCCL",
                                  "the CUDA backend");
