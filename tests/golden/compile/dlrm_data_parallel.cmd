@@ -1,0 +1,1 @@
+compile examples/dlrm.dstrat --strategy DLRMDataParallel --emit=tree

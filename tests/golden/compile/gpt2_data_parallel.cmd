@@ -1,0 +1,1 @@
+compile examples/gpt2_data_parallel.dstrat --strategy GPT2DataParallel

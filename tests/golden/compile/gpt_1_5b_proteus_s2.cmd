@@ -1,0 +1,1 @@
+compile examples/gpt_1_5b_proteus.dstrat --strategy ProteusS2

@@ -1,0 +1,1 @@
+compile examples/inception_v3.dstrat --strategy InceptionExpert --emit=tree

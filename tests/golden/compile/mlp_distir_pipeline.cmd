@@ -1,0 +1,1 @@
+compile examples/mlp_distir_pipeline.dstrat --strategy TwoStagePipeline --emit=tree

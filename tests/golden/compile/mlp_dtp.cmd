@@ -1,0 +1,1 @@
+compile examples/mlp_dtp.dstrat --strategy DTP --emit=tree

@@ -1,0 +1,1 @@
+compile examples/resnet50.dstrat --strategy ResNet50Expert --emit=tree

@@ -1,0 +1,1 @@
+compile examples/vgg19.dstrat --strategy VGG19DataParallel --emit=tree
