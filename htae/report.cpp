@@ -132,7 +132,7 @@ void write_chrome_trace(std::ostream& out, const ir::Module& module, const ir::F
           {"pid", rank},
           {"args", {{"name", fmt::format("rank {} (device {})", rank, module.mesh().physical(rank))}}}});
     emit({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", rank}, {"args", {{"sort_index", rank}}}});
-    for (ir::Stream s : {ir::Stream::Compute, ir::Stream::Feature, ir::Stream::Grad}) {
+    for (ir::Stream s : {ir::Stream::Compute, ir::Stream::Feature, ir::Stream::Grad, ir::Stream::Pipeline}) {
       emit({{"ph", "M"},
             {"name", "thread_name"},
             {"pid", rank},

@@ -46,7 +46,7 @@ struct Queue {
 };
 
 struct ClassState {
-  std::array<Queue, 3> queues;
+  std::array<Queue, ir::kStreamCount> queues;
   // The compute op in progress: its work (seconds at full speed) drains at `rate`.
   OpId computing = kNone;
   uint8_t computing_queue = 0;
@@ -106,7 +106,7 @@ class Executor {
         estimator_(cluster.gpu, options.profile),
         memory_(static_cast<int64_t>(classes_.count()), cluster.gpu.memory_bytes, options.record_trace),
         state_(classes_.count()) {
-    queue_count_ = options.executor == ExecutorKind::htae ? 3 : 1;
+    queue_count_ = options.executor == ExecutorKind::htae ? ir::kStreamCount : 1;
     overlap_rate_ = options.overlap && cluster.runtime.overlap_factor > 0 ? 1 / cluster.runtime.overlap_factor : 1;
   }
 
@@ -159,7 +159,7 @@ class Executor {
   OpEstimator estimator_;
   MemoryTracker memory_;
   std::vector<ClassState> state_;
-  int queue_count_ = 3;
+  int queue_count_ = ir::kStreamCount;
   double overlap_rate_ = 1;
   double now_ = 0;
 

@@ -15,7 +15,7 @@ namespace dstc::ir {
 
 namespace {
 
-constexpr int kStreams = 3;
+constexpr int kStreams = kStreamCount;
 
 class ScheduleRun {
  public:

@@ -5,7 +5,7 @@
 namespace dstc::ir {
 
 namespace {
-constexpr std::array<std::string_view, 3> kStreams = {"compute", "feature", "grad"};
+constexpr std::array<std::string_view, kStreamCount> kStreams = {"compute", "feature", "grad", "pipeline"};
 constexpr std::array<std::string_view, 6> kPhases = {"none",        "forward",   "input_grad",
                                                      "weight_grad", "recompute", "optimizer"};
 constexpr std::array<std::string_view, 3> kArgKinds = {"param", "state", "input"};

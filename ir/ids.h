@@ -36,8 +36,11 @@ inline constexpr int kOpKindCount = 0
     ;
 
 // The in-order queue of a device an op runs on. Streams of one device run
-// concurrently, joined only by data dependencies.
-enum class Stream : uint8_t { Compute, Feature, Grad };
+// concurrently, joined only by data dependencies. Pipeline transfers have a
+// queue of their own (as Megatron-LM runs them on their own stream), so a
+// send waiting for its receiver never holds up a tensor-parallel collective.
+enum class Stream : uint8_t { Compute, Feature, Grad, Pipeline };
+inline constexpr int kStreamCount = 4;
 
 // What part of the training step an op belongs to.
 enum class Phase : uint8_t { None, Forward, InputGrad, WeightGrad, Recompute, Optimizer };

@@ -1,5 +1,8 @@
 #include "compiler/sbp/sbp_propagation.h"
 
+#include <set>
+#include <tuple>
+
 #include <fmt/format.h>
 
 #include "compiler/compiler_diagnostics.h"
@@ -55,10 +58,32 @@ struct Propagator {
   // The op's signature on `axis` divides all its tensors given axes < axis.
   bool signature_divides(const LogicalOp& op, const std::vector<ir::Layout>& in_layouts, const ir::Layout& out_layout,
                          int axis, const AxisSignature& sig) const {
-    for (size_t i = 0; i < op.inputs.size(); ++i)
-      if (!divides(graph.tensors[op.inputs[i].tensor], in_layouts[i], axis, sig.inputs[i])) return false;
-    return divides(graph.tensors[op.output], out_layout, axis, sig.output);
+    return !divisibility_problem(op, in_layouts, out_layout, axis, sig);
   }
+
+  // Which dim a signature would split unevenly: "b = 12 per micro-batch".
+  std::optional<std::string> divisibility_problem(const LogicalOp& op, const std::vector<ir::Layout>& in_layouts,
+                                                  const ir::Layout& out_layout, int axis,
+                                                  const AxisSignature& sig) const {
+    auto check = [&](const Tensor& t, const std::vector<std::string>& names, const ir::Layout& layout,
+                     ir::Sbp s) -> std::optional<std::string> {
+      if (divides(t, layout, axis, s)) return std::nullopt;
+      if (s.dim >= names.size()) return std::string("a dim the tensor does not have");
+      int64_t size = local_size(t, layout, s.dim, axis);
+      return fmt::format("{} = {}{}", names[s.dim], size,
+                         s.dim == t.batch_axis && options.micro_batches > 1 ? " per micro-batch" : "");
+    };
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      if (auto p = check(graph.tensors[op.inputs[i].tensor], op.inputs[i].dims, in_layouts[i], sig.inputs[i])) return p;
+    }
+    return check(graph.tensors[op.output], op.output_dims, out_layout, sig.output);
+  }
+
+  // A user config that cannot apply is reported once per mesh axis.
+  bool first_report(const ComputeConfig& config, int axis) {
+    return reported.insert({config.where.file, config.where.begin, axis}).second;
+  }
+  std::set<std::tuple<FileId, uint32_t, int>> reported;
 
   // Communication this signature costs on `axis`: boxing the inputs from
   // where they are, plus the all-reduce a partial output will need.
@@ -130,7 +155,7 @@ struct Propagator {
         auto s = signature_for(graph, op, *config->axes[a], why_not);
         if (!s) {
           bool missing_dim = why_not.find(" has no ") != std::string::npos;
-          if (why == ConfigReason::User && !missing_dim) {
+          if (why == ConfigReason::User && !missing_dim && first_report(*config, a)) {
             diags
                 .error(diag::compute_config_invalid, config->where,
                        fmt::format("{} on mesh axis '{}' cannot apply: {}", to_string(*config->axes[a]),
@@ -139,14 +164,14 @@ struct Propagator {
           }
           continue;
         }
-        if (!signature_divides(op, in_layouts, out_layout, a, *s)) {
-          if (why == ConfigReason::User) {
+        if (auto problem = divisibility_problem(op, in_layouts, out_layout, a, *s)) {
+          if (why == ConfigReason::User && first_report(*config, a)) {
             diags
                 .error(diag::split_not_divisible, config->where,
-                       fmt::format("{} on mesh axis '{}' ({} devices) does not divide the {} op's tensors evenly",
-                                   to_string(*config->axes[a]), spec.mesh.axes()[a].name, spec.mesh.axes()[a].size,
-                                   op_type_name(op.type)))
-                .note(op.where, "the op is here");
+                       fmt::format("{} on mesh axis '{}' splits {}, which {} devices do not divide",
+                                   to_string(*config->axes[a]), spec.mesh.axes()[a].name, *problem,
+                                   spec.mesh.axes()[a].size))
+                .note(op.where, fmt::format("first in this {} op", op_type_name(op.type)));
           }
           continue;
         }
