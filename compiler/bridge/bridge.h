@@ -1,8 +1,11 @@
 // From the front end's elaborated model and strategy to the compiler's
 // logical graph and strategy spec. The graph keeps the module tree and the
 // ops' dim names; ops the IR expresses differently are rewritten here
-// (matmul becomes einsum; attention over [b, s, n, d] is wrapped in einsum
-// permutes to the IR's [b, n, s, d]; identity disappears).
+// (matmul becomes einsum; global_avgpool a mean over the last two dims;
+// identity disappears). Forms the IR cannot express (an elementwise operand
+// that is not the other's trailing dims, attention not of rank 4, conv and
+// pooling not over [batch, channels, h, w], batchnorm not over dim 1) are
+// reported as unsupported-op.
 #pragma once
 
 #include <optional>
