@@ -8,7 +8,7 @@
 #include "compiler/driver/cli.h"
 #include "compiler/driver/command.h"
 #include "compiler/frontend/frontend.h"
-#include "compiler/frontend/frontend_diagnostics.h"
+#include "compiler/driver/strategy_loading.h"
 
 namespace dstc {
 namespace {
@@ -18,26 +18,13 @@ struct CheckOptions {
   std::vector<std::string> defines;
 };
 
-// The facts of the cluster file at `path` (which exists) for the checks that
-// need them. The cluster TOML loader is not wired in yet: no facts, so the
-// device-count check is skipped.
-std::optional<frontend::ClusterFacts> cluster_facts_for(const std::string& /*path*/) { return std::nullopt; }
-
 int run_check(CommandContext& ctx, const CheckOptions& opts) {
   SourceManager sources;
   DiagnosticEngine diags(sources);
   std::unique_ptr<frontend::FrontendResult> result = frontend::check_files(opts.files, opts.defines, sources, diags);
+  // Each strategy's cluster file must load and hold its mesh.
   for (const frontend::CheckedStrategy& s : result->strategies) {
-    const frontend::ClusterReference& cluster = s.strategy.cluster;
-    if (!cluster.range.valid()) continue;
-    if (cluster.resolved.empty()) {
-      diags.error(frontend::diag::kClusterNotFound, cluster.range,
-                  fmt::format("cannot find cluster file '{}' next to this file or in the stdlib", cluster.written));
-      continue;
-    }
-    if (std::optional<frontend::ClusterFacts> facts = cluster_facts_for(cluster.resolved)) {
-      frontend::check_against_cluster(s, *facts, diags);
-    }
+    if (s.strategy.cluster.range.valid()) load_strategy_cluster(s, "", sources, diags);
   }
   diags.render(ctx.err, ctx.color);
   return diags.has_errors() ? kExitInputErrors : kExitSuccess;
