@@ -116,6 +116,9 @@ std::string render_result(int code, const std::string& out, const std::string& e
   return text;
 }
 
+// Test listings name a case by its input file.
+void PrintTo(const GoldenCase& c, std::ostream* os) { *os << c.input; }
+
 class Golden : public ::testing::TestWithParam<GoldenCase> {};
 
 TEST_P(Golden, MatchesExpected) {

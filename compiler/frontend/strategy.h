@@ -73,7 +73,10 @@ struct Sbp {
   // Written in the config; an axis left out of a compute config is the
   // compiler's to choose (the default's, or propagated), not B.
   bool written = false;
-  friend bool operator==(const Sbp&, const Sbp&) = default;
+  // Equal layouts, however they were given.
+  friend bool operator==(const Sbp& a, const Sbp& b) {
+    return a.kind == b.kind && a.dim == b.dim && a.dim_index == b.dim_index && a.reduce == b.reduce;
+  }
 };
 
 struct ComputeConfig {

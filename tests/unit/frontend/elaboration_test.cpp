@@ -97,7 +97,7 @@ TEST(StrategyElaboration, PipelineAndScheduleAndOverrides) {
   ASSERT_EQ(s.schedules.size(), 1u);
   EXPECT_EQ(s.schedules[0].kind, ScheduleKind::Interleaved);
   EXPECT_EQ(s.schedules[0].virtual_stages, 2);
-  EXPECT_EQ(s.schedules[0].micro_batches, 128);
+  EXPECT_EQ(s.schedules[0].micro_batches, 192);
   EXPECT_EQ(s.model->batch, 1536);  // the train batch sized the model
   // Every leaf is in exactly one stage; the embedding is in the first.
   size_t placed = 0;
