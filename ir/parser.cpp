@@ -65,7 +65,7 @@ struct CharClasses {
       bool digit = c >= '0' && c <= '9';
       ident_start[c] = alpha || c == '_';
       ident[c] = alpha || digit || c == '_';
-      name[c] = ident[c] || c == '.';
+      name[c] = ident[c] || c == '.' || c == '[' || c == ']';  // compiler names: blocks[0].fc.weight
     }
   }
 };
