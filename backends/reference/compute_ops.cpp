@@ -51,6 +51,10 @@ int64_t first_row(const DeviceContext& ctx, const ir::AttrReader& attrs, int64_t
   return ctx.module.mesh().coord(ctx.rank, static_cast<int>(axis)) * rows;
 }
 
+kernels::BatchStats batch_stats(const ir::AttrReader& attrs, const HostTensor& sum, const HostTensor& sumsq) {
+  return {sum, sumsq, static_cast<double>(attrs.integer("count")), attrs.real("eps")};
+}
+
 int32_t axis_coord(const DeviceContext& ctx, const ir::AttrReader& attrs) {
   return ctx.module.mesh().coord(ctx.rank, static_cast<int>(attrs.integer("axis")));
 }
@@ -69,6 +73,20 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
     case OpKind::Add: kernels::binary(kernels::Binary::Add, x(0), x(1), y); return {};
     case OpKind::Sub: kernels::binary(kernels::Binary::Sub, x(0), x(1), y); return {};
     case OpKind::Mul: kernels::binary(kernels::Binary::Mul, x(0), x(1), y); return {};
+    case OpKind::Div: kernels::binary(kernels::Binary::Div, x(0), x(1), y); return {};
+    case OpKind::Maximum: kernels::binary(kernels::Binary::Max, x(0), x(1), y); return {};
+    case OpKind::Tanh: kernels::unary(kernels::Unary::Tanh, x(0), y); return {};
+    case OpKind::Sigmoid: kernels::unary(kernels::Unary::Sigmoid, x(0), y); return {};
+    case OpKind::Exp: kernels::unary(kernels::Unary::Exp, x(0), y); return {};
+    case OpKind::Sqrt: kernels::unary(kernels::Unary::Sqrt, x(0), y); return {};
+    case OpKind::LogSoftmax: kernels::log_softmax(x(0), normalized(attrs.integer("dim"), x(0).rank()), y); return {};
+    case OpKind::RmsNorm: kernels::rms_norm(x(0), in.size() > 1 ? in[1] : nullptr, attrs.real("eps"), y); return {};
+    case OpKind::ReduceMax: kernels::reduce_max(x(0), attrs.ints("dims"), y); return {};
+    case OpKind::Expand: kernels::expand(x(0), attrs.ints("dims"), y); return {};
+    case OpKind::BatchNormStats: kernels::batchnorm_stats(x(0), out[0], out[1]); return {};
+    case OpKind::BatchNormApply:
+      kernels::batchnorm_apply(x(0), batch_stats(attrs, x(1), x(2)), x(3), x(4), y);
+      return {};
     case OpKind::Scale: kernels::scale(x(0), attrs.real("factor"), y); return {};
     case OpKind::Gelu: kernels::gelu(x(0), y); return {};
     case OpKind::Relu: kernels::relu(x(0), y); return {};
@@ -145,6 +163,23 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
     case OpKind::AvgPool2dGrad: kernels::avg_pool2d_grad(x(0), pool_params(attrs), y); return {};
     case OpKind::BatchNormGrad:
       kernels::batchnorm_grad(x(0), x(1), x(2), attrs.real("eps"), out[0], out[1], out[2]);
+      return {};
+    case OpKind::MaximumGrad: kernels::maximum_grad(x(0), x(1), x(2), out[0], out[1]); return {};
+    case OpKind::TanhGrad: kernels::tanh_grad(x(0), x(1), y); return {};
+    case OpKind::SigmoidGrad: kernels::sigmoid_grad(x(0), x(1), y); return {};
+    case OpKind::LogSoftmaxGrad:
+      kernels::log_softmax_grad(x(0), x(1), normalized(attrs.integer("dim"), x(1).rank()), y);
+      return {};
+    case OpKind::RmsNormGrad:
+      kernels::rms_norm_grad(x(0), x(1), in.size() > 2 ? in[2] : nullptr, attrs.real("eps"), y);
+      return {};
+    case OpKind::RmsNormWeightGrad: kernels::rms_norm_weight_grad(x(0), x(1), attrs.real("eps"), y); return {};
+    case OpKind::ReduceMaxGrad: kernels::reduce_max_grad(x(0), x(1), x(2), attrs.ints("dims"), y); return {};
+    case OpKind::BatchNormWeightGrad:
+      kernels::batchnorm_weight_grad(x(0), x(1), batch_stats(attrs, x(2), x(3)), out[0], out[1]);
+      return {};
+    case OpKind::BatchNormInputGrad:
+      kernels::batchnorm_input_grad(x(0), x(1), batch_stats(attrs, x(2), x(3)), x(4), x(5), x(6), y);
       return {};
     case OpKind::Sgd: kernels::sgd(x(0), x(1), attrs.real("lr"), attrs.real("weight_decay"), y); return {};
     case OpKind::Adam: {

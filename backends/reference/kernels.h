@@ -16,13 +16,18 @@ namespace dstc::reference::kernels {
 // --- forward compute ---
 void einsum(std::string_view spec, std::span<const HostTensor* const> in, HostTensor& out);
 void matmul(const HostTensor& a, const HostTensor& b, bool transpose_a, bool transpose_b, HostTensor& out);
-enum class Binary : uint8_t { Add, Sub, Mul };
+enum class Binary : uint8_t { Add, Sub, Mul, Div, Max };
 // b is a's trailing dims, broadcast over the leading ones.
 void binary(Binary op, const HostTensor& a, const HostTensor& b, HostTensor& out);
 void scale(const HostTensor& x, double factor, HostTensor& out);
 void gelu(const HostTensor& x, HostTensor& out);
 void relu(const HostTensor& x, HostTensor& out);
 void softmax(const HostTensor& x, int dim, HostTensor& out);
+void log_softmax(const HostTensor& x, int dim, HostTensor& out);
+enum class Unary : uint8_t { Tanh, Sigmoid, Exp, Sqrt };
+void unary(Unary op, const HostTensor& x, HostTensor& out);
+// gamma null: scale 1.
+void rms_norm(const HostTensor& x, const HostTensor* gamma, double eps, HostTensor& out);
 void layernorm(const HostTensor& x, const HostTensor& gamma, const HostTensor& beta, double eps, HostTensor& out);
 // Where the local tensor sits in the logical one: the mask of element i
 // depends on (seed, its row-major index in `logical_shape`).
@@ -45,6 +50,9 @@ void concat(std::span<const HostTensor* const> in, int dim, HostTensor& out);
 void copy_elements(const HostTensor& x, HostTensor& out);  // reshape
 void transpose(const HostTensor& x, std::span<const int64_t> perm, HostTensor& out);
 void sum(const HostTensor& x, std::span<const int64_t> dims, HostTensor& out);
+void reduce_max(const HostTensor& x, std::span<const int64_t> dims, HostTensor& out);
+// Inverse of sum: x replicated along the new dims `dims` of out.
+void expand(const HostTensor& x, std::span<const int64_t> dims, HostTensor& out);
 void fill(double value, HostTensor& out);
 void cast(const HostTensor& x, HostTensor& out);
 // Chunk `index` of `parts` along dim (shard), and its inverse placement.
@@ -55,6 +63,15 @@ void unshard(const HostTensor& x, int dim, int64_t index, HostTensor& out);
 void gelu_grad(const HostTensor& dy, const HostTensor& x, HostTensor& out);
 void relu_grad(const HostTensor& dy, const HostTensor& x, HostTensor& out);
 void softmax_grad(const HostTensor& dy, const HostTensor& y, int dim, HostTensor& out);
+void log_softmax_grad(const HostTensor& dy, const HostTensor& y, int dim, HostTensor& out);
+// da, db in a's shape; b broadcast as for binary.
+void maximum_grad(const HostTensor& dy, const HostTensor& a, const HostTensor& b, HostTensor& da, HostTensor& db);
+void tanh_grad(const HostTensor& dy, const HostTensor& y, HostTensor& out);
+void sigmoid_grad(const HostTensor& dy, const HostTensor& y, HostTensor& out);
+void rms_norm_grad(const HostTensor& dy, const HostTensor& x, const HostTensor* gamma, double eps, HostTensor& dx);
+void rms_norm_weight_grad(const HostTensor& dy, const HostTensor& x, double eps, HostTensor& dgamma);
+void reduce_max_grad(const HostTensor& dy, const HostTensor& x, const HostTensor& y, std::span<const int64_t> dims,
+                     HostTensor& dx);
 void layernorm_grad(const HostTensor& dy, const HostTensor& x, const HostTensor& gamma, double eps, HostTensor& dx);
 void layernorm_weight_grad(const HostTensor& dy, const HostTensor& x, double eps, HostTensor& dgamma,
                            HostTensor& dbeta);
@@ -86,6 +103,22 @@ void avg_pool2d_grad(const HostTensor& dy, const PoolParams& p, HostTensor& dx);
 void batchnorm(const HostTensor& x, const HostTensor& gamma, const HostTensor& beta, double eps, HostTensor& out);
 void batchnorm_grad(const HostTensor& dy, const HostTensor& x, const HostTensor& gamma, double eps, HostTensor& dx,
                     HostTensor& dgamma, HostTensor& dbeta);
+
+// Batch norm from (possibly all-reduced) per-channel sums over `count`
+// elements per channel.
+struct BatchStats {
+  const HostTensor& sum;
+  const HostTensor& sumsq;
+  double count;
+  double eps;
+};
+void batchnorm_stats(const HostTensor& x, HostTensor& sum, HostTensor& sumsq);
+void batchnorm_apply(const HostTensor& x, const BatchStats& s, const HostTensor& gamma, const HostTensor& beta,
+                     HostTensor& out);
+void batchnorm_weight_grad(const HostTensor& dy, const HostTensor& x, const BatchStats& s, HostTensor& dgamma,
+                           HostTensor& dbeta);
+void batchnorm_input_grad(const HostTensor& dy, const HostTensor& x, const BatchStats& s, const HostTensor& gamma,
+                          const HostTensor& dgamma, const HostTensor& dbeta, HostTensor& dx);
 
 // --- optimizer and accumulation ---
 void sgd(const HostTensor& w, const HostTensor& g, double lr, double weight_decay, HostTensor& out);

@@ -33,6 +33,69 @@ void softmax_grad(const HostTensor& dy, const HostTensor& y, int dim, HostTensor
     }
 }
 
+void log_softmax_grad(const HostTensor& dy, const HostTensor& y, int dim, HostTensor& out) {
+  const int64_t outer = extent(y.shape, 0, dim), n = y.dim(dim), inner = extent(y.shape, dim + 1, y.rank());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in) {
+      auto at = [&](int64_t j) { return static_cast<size_t>((o * n + j) * inner + in); };
+      double total = 0;
+      for (int64_t j = 0; j < n; ++j) total += dy.data[at(j)];
+      for (int64_t j = 0; j < n; ++j) out.data[at(j)] = dy.data[at(j)] - std::exp(y.data[at(j)]) * total;
+    }
+}
+
+void maximum_grad(const HostTensor& dy, const HostTensor& a, const HostTensor& b, HostTensor& da, HostTensor& db) {
+  const size_t nb = b.data.size();
+  for (size_t i = 0; i < a.data.size(); ++i) {
+    const bool a_wins = a.data[i] >= b.data[i % nb];
+    da.data[i] = a_wins ? dy.data[i] : 0.0;
+    db.data[i] = a_wins ? 0.0 : dy.data[i];
+  }
+}
+
+void tanh_grad(const HostTensor& dy, const HostTensor& y, HostTensor& out) {
+  for (size_t i = 0; i < y.data.size(); ++i) out.data[i] = dy.data[i] * (1 - y.data[i] * y.data[i]);
+}
+
+void sigmoid_grad(const HostTensor& dy, const HostTensor& y, HostTensor& out) {
+  for (size_t i = 0; i < y.data.size(); ++i) out.data[i] = dy.data[i] * y.data[i] * (1 - y.data[i]);
+}
+
+namespace {
+
+// 1/sqrt(mean(x^2) + eps) of one row of length h.
+double rms_inverse(const double* x, int64_t h, double eps) {
+  double sq = 0;
+  for (int64_t j = 0; j < h; ++j) sq += x[j] * x[j];
+  return 1.0 / std::sqrt(sq / static_cast<double>(h) + eps);
+}
+
+}  // namespace
+
+void rms_norm_grad(const HostTensor& dy, const HostTensor& x, const HostTensor* gamma, double eps, HostTensor& dx) {
+  const int64_t h = x.dim(x.rank() - 1), rows = x.numel() / std::max<int64_t>(h, 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* px = x.data.data() + r * h;
+    const double* pdy = dy.data.data() + r * h;
+    const double inv = rms_inverse(px, h, eps);
+    auto g = [&](int64_t j) { return pdy[j] * (gamma ? gamma->data[static_cast<size_t>(j)] : 1.0); };
+    double gx = 0;
+    for (int64_t j = 0; j < h; ++j) gx += g(j) * px[j];
+    gx /= static_cast<double>(h);
+    for (int64_t j = 0; j < h; ++j) dx.data[static_cast<size_t>(r * h + j)] = inv * g(j) - px[j] * inv * inv * inv * gx;
+  }
+}
+
+void rms_norm_weight_grad(const HostTensor& dy, const HostTensor& x, double eps, HostTensor& dgamma) {
+  const int64_t h = x.dim(x.rank() - 1), rows = x.numel() / std::max<int64_t>(h, 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* px = x.data.data() + r * h;
+    const double inv = rms_inverse(px, h, eps);
+    for (int64_t j = 0; j < h; ++j)
+      dgamma.data[static_cast<size_t>(j)] += dy.data[static_cast<size_t>(r * h + j)] * px[j] * inv;
+  }
+}
+
 namespace {
 
 // Mean and 1/sqrt(var + eps) of one row of length h.

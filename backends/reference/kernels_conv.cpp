@@ -1,6 +1,7 @@
 // Convolution, pooling and batch-norm kernels (NCHW).
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "backends/reference/kernels.h"
 
@@ -154,6 +155,56 @@ void batchnorm_grad(const HostTensor& dy, const HostTensor& x, const HostTensor&
       double xhat = (x.data[i] - mean) * inv;
       dx.data[i] = g * inv / m * (m * dy.data[i] - sum_dy - xhat * sum_dy_xhat);
     });
+  }
+}
+
+namespace {
+
+// Mean and 1/sqrt(var + eps) of channel c from its sums over s.count elements.
+std::pair<double, double> channel_stats(const BatchStats& s, int64_t c) {
+  const double mean = s.sum.data[at(c)] / s.count, var = s.sumsq.data[at(c)] / s.count - mean * mean;
+  return {mean, 1.0 / std::sqrt(var + s.eps)};
+}
+
+}  // namespace
+
+void batchnorm_stats(const HostTensor& x, HostTensor& sum, HostTensor& sumsq) {
+  ChannelView v(x);
+  for (int64_t c = 0; c < v.channels; ++c)
+    v.each(c, [&](size_t i) {
+      sum.data[at(c)] += x.data[i];
+      sumsq.data[at(c)] += x.data[i] * x.data[i];
+    });
+}
+
+void batchnorm_apply(const HostTensor& x, const BatchStats& s, const HostTensor& gamma, const HostTensor& beta,
+                     HostTensor& out) {
+  ChannelView v(x);
+  for (int64_t c = 0; c < v.channels; ++c) {
+    auto [mean, inv] = channel_stats(s, c);
+    v.each(c, [&](size_t i) { out.data[i] = (x.data[i] - mean) * inv * gamma.data[at(c)] + beta.data[at(c)]; });
+  }
+}
+
+void batchnorm_weight_grad(const HostTensor& dy, const HostTensor& x, const BatchStats& s, HostTensor& dgamma,
+                           HostTensor& dbeta) {
+  ChannelView v(x);
+  for (int64_t c = 0; c < v.channels; ++c) {
+    auto [mean, inv] = channel_stats(s, c);
+    v.each(c, [&](size_t i) {
+      dgamma.data[at(c)] += dy.data[i] * (x.data[i] - mean) * inv;
+      dbeta.data[at(c)] += dy.data[i];
+    });
+  }
+}
+
+void batchnorm_input_grad(const HostTensor& dy, const HostTensor& x, const BatchStats& s, const HostTensor& gamma,
+                          const HostTensor& dgamma, const HostTensor& dbeta, HostTensor& dx) {
+  ChannelView v(x);
+  for (int64_t c = 0; c < v.channels; ++c) {
+    auto [mean, inv] = channel_stats(s, c);
+    const double g = gamma.data[at(c)], db = dbeta.data[at(c)] / s.count, dg = dgamma.data[at(c)] / s.count;
+    v.each(c, [&](size_t i) { dx.data[i] = g * inv * (dy.data[i] - db - (x.data[i] - mean) * inv * dg); });
   }
 }
 

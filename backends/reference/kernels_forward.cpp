@@ -95,7 +95,13 @@ void binary(Binary op, const HostTensor& a, const HostTensor& b, HostTensor& out
   const size_t nb = b.data.size();
   for (size_t i = 0; i < a.data.size(); ++i) {
     double x = a.data[i], y = b.data[i % nb];
-    out.data[i] = op == Binary::Add ? x + y : op == Binary::Sub ? x - y : x * y;
+    switch (op) {
+      case Binary::Add: out.data[i] = x + y; break;
+      case Binary::Sub: out.data[i] = x - y; break;
+      case Binary::Mul: out.data[i] = x * y; break;
+      case Binary::Div: out.data[i] = x / y; break;
+      case Binary::Max: out.data[i] = std::max(x, y); break;
+    }
   }
 }
 
@@ -126,6 +132,43 @@ void softmax(const HostTensor& x, int dim, HostTensor& out) {
       for (int64_t j = 0; j < s.n; ++j) total += out.data[at(j)] = std::exp(x.data[at(j)] - mx);
       for (int64_t j = 0; j < s.n; ++j) out.data[at(j)] /= total;
     }
+}
+
+void unary(Unary op, const HostTensor& x, HostTensor& out) {
+  for (size_t i = 0; i < x.data.size(); ++i) {
+    double v = x.data[i];
+    switch (op) {
+      case Unary::Tanh: out.data[i] = std::tanh(v); break;
+      case Unary::Sigmoid: out.data[i] = 1.0 / (1.0 + std::exp(-v)); break;
+      case Unary::Exp: out.data[i] = std::exp(v); break;
+      case Unary::Sqrt: out.data[i] = std::sqrt(v); break;
+    }
+  }
+}
+
+void log_softmax(const HostTensor& x, int dim, HostTensor& out) {
+  AroundDim s(x, dim);
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t in = 0; in < s.inner; ++in) {
+      auto at = [&](int64_t j) { return static_cast<size_t>((o * s.n + j) * s.inner + in); };
+      double mx = -std::numeric_limits<double>::infinity(), total = 0;
+      for (int64_t j = 0; j < s.n; ++j) mx = std::max(mx, x.data[at(j)]);
+      for (int64_t j = 0; j < s.n; ++j) total += std::exp(x.data[at(j)] - mx);
+      const double log_total = std::log(total);
+      for (int64_t j = 0; j < s.n; ++j) out.data[at(j)] = x.data[at(j)] - mx - log_total;
+    }
+}
+
+void rms_norm(const HostTensor& x, const HostTensor* gamma, double eps, HostTensor& out) {
+  const int64_t h = x.dim(x.rank() - 1), rows = x.numel() / std::max<int64_t>(h, 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* px = x.data.data() + r * h;
+    double sq = 0;
+    for (int64_t j = 0; j < h; ++j) sq += px[j] * px[j];
+    double inv = 1.0 / std::sqrt(sq / static_cast<double>(h) + eps);
+    for (int64_t j = 0; j < h; ++j)
+      out.data[static_cast<size_t>(r * h + j)] = px[j] * inv * (gamma ? gamma->data[static_cast<size_t>(j)] : 1.0);
+  }
 }
 
 void layernorm(const HostTensor& x, const HostTensor& gamma, const HostTensor& beta, double eps, HostTensor& out) {

@@ -2,6 +2,7 @@
 // and the rank-dependent chunking that boxing emits.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "backends/reference/kernels.h"
@@ -55,31 +56,58 @@ void transpose(const HostTensor& x, std::span<const int64_t> perm, HostTensor& o
   }
 }
 
-void sum(const HostTensor& x, std::span<const int64_t> dims, HostTensor& out) {
-  const int rank = x.rank();
+namespace {
+
+// Calls f(i, r) for every element i (row-major) of `shape`, r being the
+// row-major index of its element in `shape` reduced over `dims` (keepdim or
+// not, the kept dims are in order).
+template <typename F>
+void for_each_reduced(std::span<const int64_t> shape, std::span<const int64_t> dims, F f) {
+  const int rank = static_cast<int>(shape.size());
   std::vector<bool> reduced(static_cast<size_t>(rank), false);
   for (int64_t d : dims) reduced[static_cast<size_t>(d < 0 ? d + rank : d)] = true;
-  // Output strides over x's dims: 0 on reduced dims (keepdim or not, the
-  // kept dims are in order).
   std::vector<int64_t> kept;
   for (int d = 0; d < rank; ++d)
-    if (!reduced[static_cast<size_t>(d)]) kept.push_back(x.dim(d));
+    if (!reduced[static_cast<size_t>(d)]) kept.push_back(shape[static_cast<size_t>(d)]);
   std::vector<int64_t> kept_strides = strides_of(kept), out_stride(static_cast<size_t>(rank), 0);
   for (int d = 0, k = 0; d < rank; ++d)
     if (!reduced[static_cast<size_t>(d)]) out_stride[static_cast<size_t>(d)] = kept_strides[static_cast<size_t>(k++)];
   std::vector<int64_t> idx(static_cast<size_t>(rank), 0);
   int64_t offset = 0;
-  for (size_t i = 0; i < x.data.size(); ++i) {
-    out.data[static_cast<size_t>(offset)] += x.data[i];
+  const int64_t total = numel_of(shape);
+  for (int64_t i = 0; i < total; ++i) {
+    f(static_cast<size_t>(i), static_cast<size_t>(offset));
     for (int d = rank - 1; d >= 0; --d) {
-      if (++idx[static_cast<size_t>(d)] < x.dim(d)) {
+      const int64_t n = shape[static_cast<size_t>(d)];
+      if (++idx[static_cast<size_t>(d)] < n) {
         offset += out_stride[static_cast<size_t>(d)];
         break;
       }
       idx[static_cast<size_t>(d)] = 0;
-      offset -= out_stride[static_cast<size_t>(d)] * (x.dim(d) - 1);
+      offset -= out_stride[static_cast<size_t>(d)] * (n - 1);
     }
   }
+}
+
+}  // namespace
+
+void sum(const HostTensor& x, std::span<const int64_t> dims, HostTensor& out) {
+  for_each_reduced(x.shape, dims, [&](size_t i, size_t r) { out.data[r] += x.data[i]; });
+}
+
+void reduce_max(const HostTensor& x, std::span<const int64_t> dims, HostTensor& out) {
+  std::fill(out.data.begin(), out.data.end(), -std::numeric_limits<double>::infinity());
+  for_each_reduced(x.shape, dims, [&](size_t i, size_t r) { out.data[r] = std::max(out.data[r], x.data[i]); });
+}
+
+void expand(const HostTensor& x, std::span<const int64_t> dims, HostTensor& out) {
+  for_each_reduced(out.shape, dims, [&](size_t i, size_t r) { out.data[i] = x.data[r]; });
+}
+
+// Every tied maximum gets dy: the result does not depend on how x is split.
+void reduce_max_grad(const HostTensor& dy, const HostTensor& x, const HostTensor& y, std::span<const int64_t> dims,
+                     HostTensor& dx) {
+  for_each_reduced(x.shape, dims, [&](size_t i, size_t r) { dx.data[i] = x.data[i] == y.data[r] ? dy.data[r] : 0.0; });
 }
 
 void fill(double value, HostTensor& out) { std::fill(out.data.begin(), out.data.end(), value); }

@@ -15,11 +15,15 @@ using ir::OpKind;
 
 // How an op combines partial operands.
 enum class Linearity : uint8_t {
-  None,     // needs every operand whole
-  First,    // linear in operand 0 only
-  Sum,      // a sum of its operands: all partial on an axis, or none
-  Product,  // linear in each operand: at most one partial per axis
+  None,       // needs every operand whole
+  First,      // linear in operand 0 only
+  Sum,        // a sum of its operands: all partial on an axis, or none
+  Product,    // linear in each operand: at most one partial per axis
+  Gradients,  // batchnorm_input_grad: linear in dy, dgamma and dbeta jointly
 };
+
+// Operand positions batchnorm_input_grad is jointly linear in.
+bool joint_gradient_operand(size_t i) { return i == 0 || i == 5 || i == 6; }
 
 Linearity linearity(OpKind kind, size_t operands) {
   switch (kind) {
@@ -33,6 +37,8 @@ Linearity linearity(OpKind kind, size_t operands) {
     case OpKind::Conv2dWeightGrad: return Linearity::Product;
     case OpKind::Einsum: return operands == 2 ? Linearity::Product : Linearity::First;
     case OpKind::Scale:
+    case OpKind::Div:
+    case OpKind::Expand:
     case OpKind::Sum:
     case OpKind::Reshape:
     case OpKind::Transpose:
@@ -56,7 +62,17 @@ Linearity linearity(OpKind kind, size_t operands) {
     case OpKind::Conv2dInputGrad:
     case OpKind::MaxPool2dGrad:
     case OpKind::AvgPool2dGrad:
-    case OpKind::BatchNormGrad: return Linearity::First;
+    case OpKind::BatchNormGrad:
+    case OpKind::MaximumGrad:
+    case OpKind::TanhGrad:
+    case OpKind::SigmoidGrad:
+    case OpKind::LogSoftmaxGrad:
+    case OpKind::RmsNormGrad:
+    case OpKind::RmsNormWeightGrad:
+    case OpKind::ReduceMaxGrad:
+    case OpKind::BatchNormWeightGrad: return Linearity::First;
+    // dx is linear in (dy, dgamma, dbeta) together: partial on the same axes or whole.
+    case OpKind::BatchNormInputGrad: return Linearity::Gradients;
     default: return Linearity::None;
   }
 }
@@ -121,6 +137,9 @@ uint32_t reduced_split_axes(const ir::Module& module, const ir::Function& f, con
     case OpKind::LayerNormWeightGrad: return split(1, [&](int d) { return d < rank_of(1) - 1; });
     case OpKind::Conv2dWeightGrad: return split(0, [](int d) { return d == 0; });
     case OpKind::BatchNormGrad: return result == 0 ? 0 : split(1, [](int d) { return d != 1; });
+    case OpKind::BatchNormStats: return split(0, [](int d) { return d != 1; });
+    case OpKind::BatchNormWeightGrad: return split(1, [](int d) { return d != 1; });
+    case OpKind::RmsNormWeightGrad: return split(1, [&](int d) { return d < rank_of(1) - 1; });
     default: return 0;
   }
 }
@@ -211,7 +230,8 @@ PartialInference infer_partial(const ir::Module& module, const ir::Function& f, 
       return fail(fmt::format("{} reads {}, which is partial (max) on {}, as if it were whole", ir::op_name(op.kind),
                               name(i), axis_names(mesh, p.max)));
     if (p.sum == 0) continue;
-    bool linear_here = lin == Linearity::Sum || lin == Linearity::Product || (lin == Linearity::First && i == 0);
+    bool linear_here = lin == Linearity::Sum || lin == Linearity::Product || (lin == Linearity::First && i == 0) ||
+                       (lin == Linearity::Gradients && joint_gradient_operand(i));
     if (!linear_here)
       return fail(
           fmt::format("{} reads {}, which is partial (a summand of the value) on {}, as if it were whole: "
@@ -225,8 +245,9 @@ PartialInference infer_partial(const ir::Module& module, const ir::Function& f, 
     float_partial_union |= p.sum;
     out.sum |= p.sum;
   }
-  if (lin == Linearity::Sum) {
+  if (lin == Linearity::Sum || lin == Linearity::Gradients) {
     for (size_t i = 0; i < in.size(); ++i) {
+      if (lin == Linearity::Gradients && !joint_gradient_operand(i)) continue;
       uint32_t mixed = operands[i].sum ^ out.sum;
       if (mixed != 0)
         return fail(fmt::format("{} adds {}, which is {} on {}, to a value that is {} there", ir::op_name(op.kind),
@@ -245,6 +266,14 @@ PartialInference infer_partial(const ir::Module& module, const ir::Function& f, 
   for (int i = 0; i < op.result_count; ++i) {
     r.results[static_cast<size_t>(i)] = out;
     r.results[static_cast<size_t>(i)].sum |= reduced_split_axes(module, f, op, spanned, static_cast<size_t>(i));
+  }
+  if (op.kind == OpKind::ReduceMax) {  // the maximum over a split dim is a partial maximum
+    ir::AttrReader attrs(module, f, op);
+    const int rank = static_cast<int>(module.value_type(f, in[0]).rank);
+    for (int64_t d : attrs.ints("dims")) {
+      const int dim = static_cast<int>(d < 0 ? d + rank : d);
+      r.results[0].max |= split_axes(module, f, in[0], spanned, [&](int s) { return s == dim; });
+    }
   }
   if (op.kind == OpKind::Dropout) {  // the mask is the same on every device holding a summand
     r.results[1] = {};

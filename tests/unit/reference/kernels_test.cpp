@@ -150,6 +150,151 @@ TEST(Kernels, CrossEntropyConvPoolAndBatchNormGradientsAreDerivatives) {
       x, wb, dbx, "batchnorm dx");
 }
 
+HostTensor apply_unary(kernels::Unary op, const HostTensor& x) {
+  HostTensor y(x.dtype, x.shape);
+  kernels::unary(op, x, y);
+  return y;
+}
+
+TEST(Kernels, PointwiseKernelsAndTheirGradients) {
+  HostTensor x = random_tensor({3, 4}, 20), w = random_tensor({3, 4}, 21), dx(ir::DType::F64, x.shape);
+  HostTensor t = apply_unary(kernels::Unary::Tanh, x), s = apply_unary(kernels::Unary::Sigmoid, x);
+  HostTensor e = apply_unary(kernels::Unary::Exp, x);
+  HostTensor positive = e, r = apply_unary(kernels::Unary::Sqrt, positive);
+  for (size_t i = 0; i < x.data.size(); ++i) {
+    EXPECT_DOUBLE_EQ(t.data[i], std::tanh(x.data[i]));
+    EXPECT_DOUBLE_EQ(s.data[i], 1 / (1 + std::exp(-x.data[i])));
+    EXPECT_DOUBLE_EQ(e.data[i], std::exp(x.data[i]));
+    EXPECT_DOUBLE_EQ(r.data[i], std::sqrt(positive.data[i]));
+  }
+  kernels::tanh_grad(w, t, dx);
+  expect_gradient([](const HostTensor& a) { return apply_unary(kernels::Unary::Tanh, a); }, x, w, dx, "tanh");
+  kernels::sigmoid_grad(w, s, dx);
+  expect_gradient([](const HostTensor& a) { return apply_unary(kernels::Unary::Sigmoid, a); }, x, w, dx, "sigmoid");
+
+  // b broadcast over a's leading dim; the values never tie.
+  HostTensor b = random_tensor({4}, 22), quotient(ir::DType::F64, x.shape);
+  kernels::binary(kernels::Binary::Div, x, b, quotient);
+  EXPECT_DOUBLE_EQ(quotient.data[5], x.data[5] / b.data[1]);
+  auto maximum = [](const HostTensor& a, const HostTensor& c) {
+    HostTensor y(a.dtype, a.shape);
+    kernels::binary(kernels::Binary::Max, a, c, y);
+    return y;
+  };
+  EXPECT_DOUBLE_EQ(maximum(x, b).data[6], std::max(x.data[6], b.data[2]));
+  HostTensor da(ir::DType::F64, x.shape), db_unreduced(ir::DType::F64, x.shape), db(ir::DType::F64, b.shape);
+  kernels::maximum_grad(w, x, b, da, db_unreduced);
+  const std::vector<int64_t> leading{0};
+  kernels::sum(db_unreduced, leading, db);
+  expect_gradient([&](const HostTensor& a) { return maximum(a, b); }, x, w, da, "maximum da");
+  expect_gradient([&](const HostTensor& c) { return maximum(x, c); }, b, w, db, "maximum db");
+  // A tie goes to a.
+  HostTensor tied = x;
+  tied.data[0] = b.data[0];
+  kernels::maximum_grad(w, tied, b, da, db_unreduced);
+  EXPECT_EQ(da.data[0], w.data[0]);
+  EXPECT_EQ(db_unreduced.data[0], 0.0);
+}
+
+TEST(Kernels, LogSoftmaxAndRmsNormGradientsAreDerivatives) {
+  HostTensor x = random_tensor({3, 5}, 23), w = random_tensor({3, 5}, 24), dx(ir::DType::F64, x.shape);
+  for (int dim : {0, 1}) {
+    auto log_softmax = [dim](const HostTensor& in) {
+      HostTensor y(in.dtype, in.shape);
+      kernels::log_softmax(in, dim, y);
+      return y;
+    };
+    HostTensor y = log_softmax(x), p(ir::DType::F64, x.shape);
+    kernels::softmax(x, dim, p);
+    EXPECT_NEAR(y.data[7], std::log(p.data[7]), 1e-12);
+    kernels::log_softmax_grad(w, y, dim, dx);
+    expect_gradient(log_softmax, x, w, dx, "log_softmax");
+  }
+  HostTensor gamma = random_tensor({5}, 25), dgamma(ir::DType::F64, gamma.shape);
+  for (const HostTensor* g : {static_cast<const HostTensor*>(&gamma), static_cast<const HostTensor*>(nullptr)}) {
+    auto rms = [&](const HostTensor& in) {
+      HostTensor y(in.dtype, in.shape);
+      kernels::rms_norm(in, g, 1e-5, y);
+      return y;
+    };
+    kernels::rms_norm_grad(w, x, g, 1e-5, dx);
+    expect_gradient(rms, x, w, dx, g ? "rms_norm dx" : "rms_norm dx (no gamma)");
+  }
+  kernels::rms_norm_weight_grad(w, x, 1e-5, dgamma);
+  expect_gradient(
+      [&](const HostTensor& g) {
+        HostTensor y(x.dtype, x.shape);
+        kernels::rms_norm(x, &g, 1e-5, y);
+        return y;
+      },
+      gamma, w, dgamma, "rms_norm dgamma");
+}
+
+TEST(Kernels, ReduceMaxGradientIsItsDerivativeAndExpandIsTheAdjointOfSum) {
+  HostTensor x = random_tensor({2, 3, 4}, 26), dx(ir::DType::F64, x.shape);
+  const std::vector<int64_t> dims{0, 2};
+  HostTensor w = random_tensor({3}, 27), y(ir::DType::F64, std::vector<int64_t>{3});
+  kernels::reduce_max(x, dims, y);
+  for (int64_t j = 0; j < 3; ++j) {
+    double m = -1e300;
+    for (int64_t a = 0; a < 2; ++a)
+      for (int64_t c = 0; c < 4; ++c) m = std::max(m, x.data[static_cast<size_t>((a * 3 + j) * 4 + c)]);
+    EXPECT_EQ(y.data[static_cast<size_t>(j)], m);
+  }
+  kernels::reduce_max_grad(w, x, y, dims, dx);
+  auto reduce_max = [&](const HostTensor& in) {
+    HostTensor out(in.dtype, std::vector<int64_t>{3});
+    kernels::reduce_max(in, dims, out);
+    return out;
+  };
+  expect_gradient(reduce_max, x, w, dx, "reduce_max");
+  // Tied maxima all get dy.
+  HostTensor tied(ir::DType::F64, std::vector<int64_t>{2, 2});
+  tied.data = {1, 1, 0, 2};
+  HostTensor tied_max(ir::DType::F64, std::vector<int64_t>{2, 1}), dy(ir::DType::F64, std::vector<int64_t>{2, 1});
+  dy.data = {3, 5};
+  const std::vector<int64_t> last{1};
+  kernels::reduce_max(tied, last, tied_max);
+  HostTensor dtied(ir::DType::F64, tied.shape);
+  kernels::reduce_max_grad(dy, tied, tied_max, last, dtied);
+  EXPECT_EQ(dtied.data, (std::vector<double>{3, 3, 0, 5}));
+
+  // d/dz sum(v * expand(z)) = sum(v) over the new dims.
+  HostTensor z = random_tensor({3}, 28), v = random_tensor(x.shape, 29), dz(ir::DType::F64, z.shape);
+  kernels::sum(v, dims, dz);
+  expect_gradient(
+      [&](const HostTensor& in) {
+        HostTensor out(in.dtype, x.shape);
+        kernels::expand(in, dims, out);
+        return out;
+      },
+      z, v, dz, "expand");
+}
+
+TEST(Kernels, BatchNormFromStatisticsMatchesBatchNormAndItsGradients) {
+  HostTensor x = random_tensor({2, 3, 2, 2}, 30), w = random_tensor(x.shape, 31);
+  HostTensor gamma = random_tensor({3}, 32), beta = random_tensor({3}, 33);
+  auto from_stats = [&](const HostTensor& in, const HostTensor& g, const HostTensor& b) {
+    HostTensor sum(ir::DType::F64, g.shape), sumsq(ir::DType::F64, g.shape), y(in.dtype, in.shape);
+    kernels::batchnorm_stats(in, sum, sumsq);
+    kernels::batchnorm_apply(in, {sum, sumsq, 8.0, 1e-5}, g, b, y);
+    return y;
+  };
+  HostTensor direct(ir::DType::F64, x.shape), split = from_stats(x, gamma, beta);
+  kernels::batchnorm(x, gamma, beta, 1e-5, direct);
+  for (size_t i = 0; i < x.data.size(); ++i) EXPECT_NEAR(split.data[i], direct.data[i], 1e-12);
+
+  HostTensor sum(ir::DType::F64, gamma.shape), sumsq(ir::DType::F64, gamma.shape);
+  kernels::batchnorm_stats(x, sum, sumsq);
+  const kernels::BatchStats stats{sum, sumsq, 8.0, 1e-5};
+  HostTensor dgamma(ir::DType::F64, gamma.shape), dbeta(ir::DType::F64, beta.shape), dx(ir::DType::F64, x.shape);
+  kernels::batchnorm_weight_grad(w, x, stats, dgamma, dbeta);
+  kernels::batchnorm_input_grad(w, x, stats, gamma, dgamma, dbeta, dx);
+  expect_gradient([&](const HostTensor& in) { return from_stats(in, gamma, beta); }, x, w, dx, "batchnorm dx");
+  expect_gradient([&](const HostTensor& g) { return from_stats(x, g, beta); }, gamma, w, dgamma, "batchnorm dgamma");
+  expect_gradient([&](const HostTensor& b) { return from_stats(x, gamma, b); }, beta, w, dbeta, "batchnorm dbeta");
+}
+
 TEST(LogicalLayout, LaterMeshAxesChunkOutermostAndPartialsSum) {
   ir::Module m;
   m.set_mesh(ir::Mesh("world", {{"dp", 2}, {"tp", 2}}));
