@@ -1,0 +1,1 @@
+verify tests/golden/verify/dlrm_small.dstrat --strategy DLRMSmallExpert

@@ -1,0 +1,1 @@
+verify tests/golden/verify/inception_small.dstrat --strategy InceptionSmallDataParallel

@@ -1,0 +1,1 @@
+verify tests/golden/verify/resnet_small.dstrat --strategy ResNetSmallExpert

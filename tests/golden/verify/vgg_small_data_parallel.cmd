@@ -1,0 +1,1 @@
+verify tests/golden/verify/vgg_small.dstrat --strategy VGGSmallDataParallel
