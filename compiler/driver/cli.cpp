@@ -7,30 +7,13 @@
 #include <fmt/format.h>
 
 #include "compiler/driver/command.h"
+#include "ir/source/spelling.h"
 
 #ifndef DSTC_VERSION
 #error "DSTC_VERSION must be defined by the build"
 #endif
 
 namespace dstc {
-namespace {
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-}  // namespace
 
 int report_unavailable(CommandContext& ctx, std::string_view command, std::string_view what) {
   ctx.err << fmt::format("dstc {}: not available in this version of dstc: {} has not been built yet\n", command,
