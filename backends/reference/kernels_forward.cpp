@@ -55,12 +55,48 @@ void einsum(std::string_view spec, std::span<const HostTensor* const> in, HostTe
   int64_t total = 1;
   for (int64_t s : size) total *= s;
   if (total == 0) return;
+  // Move innermost the output letter with the fewest strided accesses when it
+  // beats the last summed letter: each output element still adds its terms
+  // in the same order, and the rows stay in cache.
+  auto strided = [&](size_t l) {
+    int count = 0;
+    for (size_t k = 0; k <= operands; ++k) count += stride[k][l] > 1 ? 1 : 0;
+    return count;
+  };
+  if (n > 1) {
+    size_t best = n - 1;
+    for (size_t l = 0; l < output.size(); ++l)
+      if (size[l] > 1 && strided(l) < strided(best)) best = l;
+    auto to_end = [&](auto& v) {
+      std::rotate(v.begin() + static_cast<std::ptrdiff_t>(best), v.begin() + static_cast<std::ptrdiff_t>(best) + 1,
+                  v.end());
+    };
+    to_end(size);
+    for (auto& st : stride) to_end(st);
+  }
+  // The innermost letter runs as a tight loop (same order of additions as
+  // one odometer step per term); the odometer walks the other letters.
+  const size_t inner = n == 0 ? 0 : n - 1;
+  const int64_t inner_size = n == 0 ? 1 : size[inner];
+  std::vector<int64_t> inner_stride(operands + 1, 0);
+  if (n > 0)
+    for (size_t k = 0; k <= operands; ++k) inner_stride[k] = stride[k][inner];
   std::vector<int64_t> idx(n, 0), offset(operands + 1, 0);
-  for (int64_t step = 0; step < total; ++step) {
-    double prod = 1;
-    for (size_t k = 0; k < operands; ++k) prod *= in[k]->data[static_cast<size_t>(offset[k])];
-    out.data[static_cast<size_t>(offset[operands])] += prod;
-    for (size_t l = n; l-- > 0;) {
+  for (int64_t step = 0; step < total; step += inner_size) {
+    if (operands == 2) {  // the common case, without the loop over operands
+      const double* a = in[0]->data.data() + offset[0];
+      const double* b = in[1]->data.data() + offset[1];
+      double* o = out.data.data() + offset[2];
+      const int64_t sa = inner_stride[0], sb = inner_stride[1], so = inner_stride[2];
+      for (int64_t j = 0; j < inner_size; ++j) o[j * so] += a[j * sa] * b[j * sb];
+    } else {
+      for (int64_t j = 0; j < inner_size; ++j) {
+        double prod = 1;
+        for (size_t k = 0; k < operands; ++k) prod *= in[k]->data[static_cast<size_t>(offset[k] + j * inner_stride[k])];
+        out.data[static_cast<size_t>(offset[operands] + j * inner_stride[operands])] += prod;
+      }
+    }
+    for (size_t l = inner; l-- > 0;) {
       if (++idx[l] < size[l]) {
         for (size_t k = 0; k <= operands; ++k) offset[k] += stride[k][l];
         break;
