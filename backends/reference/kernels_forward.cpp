@@ -88,7 +88,13 @@ void einsum(std::string_view spec, std::span<const HostTensor* const> in, HostTe
       const double* b = in[1]->data.data() + offset[1];
       double* o = out.data.data() + offset[2];
       const int64_t sa = inner_stride[0], sb = inner_stride[1], so = inner_stride[2];
-      for (int64_t j = 0; j < inner_size; ++j) o[j * so] += a[j * sa] * b[j * sb];
+      if (so == 0) {  // a dot product: sum in a register, in the same order
+        double acc = *o;
+        for (int64_t j = 0; j < inner_size; ++j) acc += a[j * sa] * b[j * sb];
+        *o = acc;
+      } else {
+        for (int64_t j = 0; j < inner_size; ++j) o[j * so] += a[j * sa] * b[j * sb];
+      }
     } else {
       for (int64_t j = 0; j < inner_size; ++j) {
         double prod = 1;

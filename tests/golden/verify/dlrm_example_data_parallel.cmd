@@ -1,0 +1,1 @@
+verify examples/dlrm.dstrat --strategy DLRMDataParallel -D rows=64 -D dim=8 -D tables=3
