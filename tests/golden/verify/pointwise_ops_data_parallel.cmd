@@ -1,0 +1,1 @@
+verify tests/golden/verify/pointwise_ops.dstrat --strategy NewOpsDataParallel
