@@ -190,6 +190,7 @@ class Executor {
   std::vector<uint32_t> batch_;
   std::vector<uint8_t> queued_;
   std::vector<DeliveredFlow> delivered_;
+  std::vector<uint64_t> delivered_owners_;  // (instance << 32) | group of each delivered flow
 
   double model_flops_ = 0;
   std::array<double, 4> flops_by_dtype_{};
@@ -550,9 +551,13 @@ void Executor::run() {
     }
     delivered_.clear();
     flows_.advance_to(now_, delivered_);
-    for (const DeliveredFlow& d : delivered_) {
-      auto id = static_cast<uint32_t>(flow_owner_[d.id] >> 32);
-      auto g = static_cast<uint32_t>(flow_owner_[d.id]);
+    // Owners first: a phase started below may reuse the id of a flow that
+    // is later in this batch (ids are free once reported delivered).
+    delivered_owners_.clear();
+    for (const DeliveredFlow& d : delivered_) delivered_owners_.push_back(flow_owner_[d.id]);
+    for (uint64_t owner : delivered_owners_) {
+      auto id = static_cast<uint32_t>(owner >> 32);
+      auto g = static_cast<uint32_t>(owner);
       Instance& inst = instances_[id];
       if (--inst.outstanding[g] > 0) continue;
       ++inst.phase[g];
