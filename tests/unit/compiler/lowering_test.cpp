@@ -6,6 +6,7 @@
 #include "ir/printer.h"
 #include "ir/registry.h"
 #include "ir/verifier.h"
+#include "tests/unit/compiler/compile_and_verify.h"
 #include "tests/unit/compiler/test_models.h"
 
 namespace dstc::compiler {
@@ -19,30 +20,8 @@ using testing::S;
 using testing::set_compute;
 using testing::set_default;
 
-struct Compiled {
-  SourceManager sources;
-  std::unique_ptr<DiagnosticEngine> diags;
-  std::optional<CompiledStrategy> result;
-};
-
-std::unique_ptr<Compiled> compile(const LogicalGraph& g, const StrategySpec& spec) {
-  auto c = std::make_unique<Compiled>();
-  c->diags = std::make_unique<DiagnosticEngine>(c->sources);
-  c->result = compile_strategy(g, spec, c->sources, *c->diags);
-  std::string text;
-  for (const Diagnostic& d : c->diags->diagnostics()) text += c->diags->render(d, false);
-  EXPECT_TRUE(c->result.has_value()) << text;
-  if (c->result) {
-    // Every compiled program is well formed and free of deadlocks.
-    SourceManager sm;
-    DiagnosticEngine verify(sm);
-    bool ok = ir::verify_module(c->result->module, verify);
-    std::string errors;
-    for (const Diagnostic& d : verify.diagnostics()) errors += verify.render(d, false);
-    EXPECT_TRUE(ok) << errors << ir::print_module(c->result->module).substr(0, 20000);
-  }
-  return c;
-}
+using testing::compile;
+using testing::Compiled;
 
 // Ops of a kind on a mesh axis in a phase (any phase when nullopt).
 struct OpFilter {

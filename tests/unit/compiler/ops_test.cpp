@@ -8,6 +8,7 @@
 #include "ir/printer.h"
 #include "ir/registry.h"
 #include "ir/verifier.h"
+#include "tests/unit/compiler/compile_and_verify.h"
 #include "tests/unit/compiler/test_models.h"
 
 namespace dstc::compiler {
@@ -41,31 +42,8 @@ LogicalOp make(OpType type, std::vector<Operand> inputs) {
   return op;
 }
 
-struct Compiled {
-  SourceManager sources;
-  std::unique_ptr<DiagnosticEngine> diags;
-  std::optional<CompiledStrategy> result;
-  const ir::Module& module() const { return result->module; }
-  const ir::Function& f() const { return result->module.functions[0]; }
-};
-
-std::unique_ptr<Compiled> compile(const LogicalGraph& g, const StrategySpec& spec) {
-  auto c = std::make_unique<Compiled>();
-  c->diags = std::make_unique<DiagnosticEngine>(c->sources);
-  c->result = compile_strategy(g, spec, c->sources, *c->diags);
-  std::string text;
-  for (const Diagnostic& d : c->diags->diagnostics()) text += c->diags->render(d, false);
-  EXPECT_TRUE(c->result.has_value()) << text;
-  if (c->result) {
-    SourceManager sm;
-    DiagnosticEngine verify(sm);
-    bool ok = ir::verify_module(c->result->module, verify);
-    std::string errors;
-    for (const Diagnostic& d : verify.diagnostics()) errors += verify.render(d, false);
-    EXPECT_TRUE(ok) << errors << ir::print_module(c->result->module).substr(0, 20000);
-  }
-  return c;
-}
+using testing::compile;
+using testing::Compiled;
 
 std::vector<const ir::Op*> ops_of(const Compiled& c, ir::OpKind kind, std::optional<ir::Phase> phase = {}) {
   std::vector<const ir::Op*> out;
