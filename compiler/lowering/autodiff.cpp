@@ -130,7 +130,7 @@ ir::ValueId Lowering::emit_forward_op(const Emit& at, int32_t op, const std::vec
       comm.stream = ir::Stream::Feature;
       ir::ValueId sum = box(comm, stats[0], local, synced);
       ir::ValueId sumsq = box(comm, stats[1], local, synced);
-      saved_extras()[{op, at.micro_batch}] = {sum, sumsq};
+      save_extras(op, at.micro_batch, {sum, sumsq});
       return append(at, OpKind::BatchNormApply, {in[0], sum, sumsq, in[1], in[2]},
                     {AttrValue::integer("count", batchnorm_count(*this, op)), AttrValue::real("eps", lop.eps)}, out);
     }
@@ -174,7 +174,7 @@ ir::ValueId Lowering::emit_forward_op(const Emit& at, int32_t op, const std::vec
       ir::Layout mask = out;
       std::vector<ir::Layout> layouts{out, mask};
       std::vector<ir::ValueId> r = append_multi(at, OpKind::Dropout, operands, attrs, layouts);
-      saved_extras()[{op, at.micro_batch}] = {r[1]};
+      save_extras(op, at.micro_batch, {r[1]});
       return r[0];
     }
     case OpType::Embedding: {
@@ -349,7 +349,7 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
       if (wanted(0) || wanted(1) || wanted(2)) {
         // dgamma = Σ dy·x̂ and dbeta = Σ dy are partial where x is split
         // along a non-channel dim; dx needs them summed (SyncBN backward).
-        const std::vector<ir::ValueId>& stats = saved_extras().at({op, at.micro_batch});
+        const std::vector<ir::ValueId>& stats = saved_extras(op, at.micro_batch);
         ir::Layout x_layout = input_layout(op, 0);
         ir::Layout local = stats_layout(dual_layout(x_layout));
         std::vector<AttrValue> attrs{AttrValue::integer("count", batchnorm_count(*this, op)),
@@ -483,7 +483,7 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
       break;
     case OpType::Dropout:
       if (wanted(0)) {
-        ir::ValueId mask = saved_extras().at({op, at.micro_batch}).front();
+        ir::ValueId mask = saved_extras(op, at.micro_batch).front();
         give(0, append(emit_at(0), OpKind::DropoutGrad, {g, mask}, {AttrValue::real("p", lop.p)}, grad_layout_of(0)));
       }
       break;

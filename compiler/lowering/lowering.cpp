@@ -78,21 +78,35 @@ Lowering::Lowering(const LogicalGraph& g, const StrategySpec& s, const SbpAssign
     stage_devices_.push_back(module_.intern_devices(set));
   }
   weight_blocks_done_.assign(resolved.num_stages, 0);
+  stage_params_.resize(resolved.num_stages);
+  for (int32_t t = 0; t < static_cast<int32_t>(graph.tensors.size()); ++t)
+    if (graph.tensors[t].kind == TensorKind::Param && !consumer_stages_[t].empty())
+      stage_params_[consumer_stages_[t].front()].push_back(t);
+  stage_recomputes_.assign(resolved.num_stages, false);
+  for (int32_t op = 0; op < static_cast<int32_t>(graph.ops.size()); ++op)
+    if (resolved.recompute(graph, op)) stage_recomputes_[resolved.stage_of_op[op]] = true;
+  for (int32_t op = 0; op < static_cast<int32_t>(graph.ops.size()); ++op) {
+    input_base_.push_back(input_layouts_.size());
+    for (size_t i = 0; i < graph.ops[op].inputs.size(); ++i) {
+      ir::Layout l;
+      for (const AxisSignature& axis : sbp.ops[op].axes) l.push_back(axis.inputs[i]);
+      input_layouts_.push_back(std::move(l));
+    }
+    ir::Layout out;
+    for (const AxisSignature& axis : sbp.ops[op].axes) out.push_back(axis.output);
+    output_layouts_.push_back(std::move(out));
+  }
+  int32_t mbs = resolved.micro_batches;
+  forward_.reset(graph.tensors.size(), mbs);
+  recomputed_.reset(graph.tensors.size(), mbs);
+  grads_.reset(graph.tensors.size(), mbs);
+  saved_inputs_.reset(input_layouts_.size(), mbs);
+  saved_outputs_.reset(graph.ops.size(), mbs);
+  grad_outputs_.reset(graph.ops.size(), mbs);
+  pending_grads_.resize(mbs);
 }
 
 // --- layouts and types ---
-
-ir::Layout Lowering::input_layout(int32_t op, size_t i) const {
-  ir::Layout l;
-  for (const AxisSignature& axis : sbp.ops[op].axes) l.push_back(axis.inputs[i]);
-  return l;
-}
-
-ir::Layout Lowering::output_layout(int32_t op) const {
-  ir::Layout l;
-  for (const AxisSignature& axis : sbp.ops[op].axes) l.push_back(axis.output);
-  return l;
-}
 
 ir::Layout Lowering::dual_layout(const ir::Layout& layout) const {
   ir::Layout d;
@@ -138,8 +152,13 @@ int Lowering::vocab_split_axis(int32_t op) const {
 
 ir::LocId Lowering::loc_of(SourceRange where) {
   if (!where.valid()) return ir::kNoLoc;
-  LineCol lc = sources_.line_col(where.file, where.begin);
-  return module_.intern_loc({module_.intern(sources_.file(where.file).path), lc.line, lc.column});
+  uint64_t key = (static_cast<uint64_t>(where.file) << 32) | static_cast<uint64_t>(where.begin);
+  auto [it, inserted] = locs_.emplace(key, ir::kNoLoc);
+  if (inserted) {
+    LineCol lc = sources_.line_col(where.file, where.begin);
+    it->second = module_.intern_loc({module_.intern(sources_.file(where.file).path), lc.line, lc.column});
+  }
+  return it->second;
 }
 
 // --- emitting ops ---
@@ -156,8 +175,7 @@ std::vector<ir::ValueId> Lowering::append_multi(const Emit& at, ir::OpKind kind,
   op.attrs = attrs;
   op.meta = {at.stream, at.phase, static_cast<int16_t>(at.stage), at.micro_batch, loc_of(at.where)};
   op.result_layouts = layout_ids;
-  ir::Builder builder(module_, *function_);
-  ir::OpId id = builder.append(op);
+  ir::OpId id = builder().append(op);
   const ir::Op& appended = function_->ops[id];
   std::vector<ir::ValueId> results;
   for (int i = 0; i < appended.result_count; ++i) results.push_back(function_->result(appended, i));
@@ -174,7 +192,7 @@ ir::ValueId Lowering::append(const Emit& at, ir::OpKind kind, std::initializer_l
 ir::ValueId Lowering::box(const Emit& at, ir::ValueId value, const ir::Layout& from, const ir::Layout& to) {
   if (from == to) return value;
   bool cacheable = function_->values[value].def != ir::kNone;  // parameters are re-gathered at each use
-  std::pair<ir::ValueId, ir::LayoutId> key{value, module_.intern_layout(to)};
+  uint64_t key = (static_cast<uint64_t>(value) << 32) | module_.intern_layout(to);
   if (cacheable) {
     if (auto it = boxed_.find(key); it != boxed_.end()) return it->second;
   }
@@ -238,26 +256,26 @@ ir::ValueId Lowering::box(const Emit& at, ir::ValueId value, const ir::Layout& f
     op.meta = {local ? ir::Stream::Compute : at.stream, at.phase, static_cast<int16_t>(at.stage), at.micro_batch,
                loc_of(at.where)};
     op.result_layouts = std::span<const ir::LayoutId>(&layout, 1);
-    ir::Builder builder(module_, *function_);
-    v = builder.append_value(op);
+    v = builder().append_value(op);
     current = next;
   }
   if (cacheable) boxed_[key] = v;
   return v;
 }
 
-void Lowering::add_grad(std::map<Key, ir::ValueId>& acc, Key key, ir::ValueId grad, const Emit& at) {
-  auto [it, inserted] = acc.emplace(key, grad);
-  if (inserted) return;
-  const ir::Value& value = function_->values[it->second];
+void Lowering::add_grad(ir::ValueId& slot, ir::ValueId grad, const Emit& at) {
+  if (slot == ir::kNone) {
+    slot = grad;
+    return;
+  }
+  const ir::Value& value = function_->values[slot];
   ir::Layout layout = value.layout != ir::kNoLayout ? module_.layout(value.layout) : ir::Layout{};
-  it->second = append(at, ir::OpKind::Add, {it->second, grad}, {}, layout);
+  slot = append(at, ir::OpKind::Add, {slot, grad}, {}, layout);
 }
 
 // --- arguments and values ---
 
 void Lowering::create_arguments() {
-  ir::Builder builder(module_, *function_);
   param_args_.assign(graph.tensors.size(), ir::kNone);
   adam_m_ = adam_v_ = param_grads_ = param_args_;
   for (int32_t t = 0; t < static_cast<int32_t>(graph.tensors.size()); ++t) {
@@ -265,15 +283,15 @@ void Lowering::create_arguments() {
     if (tensor.kind != TensorKind::Param || consumer_stages_[t].empty()) continue;
     ir::DeviceSetId devices = stage_devices_[consumer_stages_[t].front()];
     ir::Layout layout = param_layout(t);
-    param_args_[t] = builder.add_arg(tensor.name, ir::ArgKind::Param, local_type(t, layout, ir::DType::F32), devices,
+    param_args_[t] = builder().add_arg(tensor.name, ir::ArgKind::Param, local_type(t, layout, ir::DType::F32), devices,
                                      module_.intern_layout(layout));
     if (spec.train.training && spec.train.optimizer == Optimizer::Adam) {
       ir::Layout state = optimizer_layout(t);
       ir::TensorType type = local_type(t, state, ir::DType::F32);
       adam_m_[t] =
-          builder.add_arg(tensor.name + ".adam_m", ir::ArgKind::State, type, devices, module_.intern_layout(state));
+          builder().add_arg(tensor.name + ".adam_m", ir::ArgKind::State, type, devices, module_.intern_layout(state));
       adam_v_[t] =
-          builder.add_arg(tensor.name + ".adam_v", ir::ArgKind::State, type, devices, module_.intern_layout(state));
+          builder().add_arg(tensor.name + ".adam_v", ir::ArgKind::State, type, devices, module_.intern_layout(state));
     }
   }
 }
@@ -282,23 +300,20 @@ ir::ValueId Lowering::input_value(int32_t t, int32_t mb, int32_t stage, bool rec
   const Tensor& tensor = graph.tensors[t];
   if (tensor.kind == TensorKind::Param) return param_args_[t];
   if (tensor.kind == TensorKind::Input || tensor.kind == TensorKind::Label) {
-    auto key = std::make_tuple(t, mb, stage);
+    uint64_t key = stage_key(t, mb, stage);
     if (auto it = data_args_.find(key); it != data_args_.end()) return it->second;
-    ir::Builder builder(module_, *function_);
     std::string name = resolved.micro_batches > 1 ? fmt::format("{}.mb{}", tensor.name, mb) : tensor.name;
-    ir::ValueId arg = builder.add_arg(name, ir::ArgKind::Input, local_type(t, sbp.layouts[t], compute_dtype(t)),
+    ir::ValueId arg = builder().add_arg(name, ir::ArgKind::Input, local_type(t, sbp.layouts[t], compute_dtype(t)),
                                       stage_devices_[stage], module_.intern_layout(sbp.layouts[t]));
     data_args_[key] = arg;
     return arg;
   }
   int32_t producer_stage = resolved.stage_of_op[tensor.producer];
   if (producer_stage == stage) {
-    if (recompute) {
-      if (auto it = recomputed_.find({t, mb}); it != recomputed_.end()) return it->second;
-    }
-    return forward_.at({t, mb});
+    if (recompute && recomputed_.get(t, mb) != ir::kNone) return recomputed_.get(t, mb);
+    return forward_.get(t, mb);
   }
-  auto key = std::make_tuple(t, mb, stage);
+  uint64_t key = stage_key(t, mb, stage);
   if (auto it = received_on_.find(key); it != received_on_.end()) return it->second;
   ir::TypeId type = module_.intern_type(local_type(t, sbp.layouts[t], compute_dtype(t)));
   ir::LayoutId layout = module_.intern_layout(sbp.layouts[t]);
@@ -310,8 +325,7 @@ ir::ValueId Lowering::input_value(int32_t t, int32_t mb, int32_t stage, bool rec
   op.meta = {ir::Stream::Pipeline, ir::Phase::Forward, static_cast<int16_t>(stage), mb, loc_of(tensor.where)};
   op.result_types = std::span<const ir::TypeId>(&type, 1);
   op.result_layouts = std::span<const ir::LayoutId>(&layout, 1);
-  ir::Builder builder(module_, *function_);
-  ir::ValueId v = builder.append_value(op);
+  ir::ValueId v = builder().append_value(op);
   received_on_[key] = v;
   return v;
 }
@@ -340,17 +354,17 @@ void Lowering::emit_forward_block(int32_t stage, int32_t mb, bool recompute) {
     std::vector<ir::ValueId> inputs;
     for (size_t i = 0; i < lop.inputs.size(); ++i) {
       inputs.push_back(op_input(at, op, i, recompute));
-      saved_inputs_[{op, mb, i}] = inputs.back();
+      saved_inputs_.at(static_cast<int32_t>(input_base_[op] + i), mb) = inputs.back();
     }
     ir::ValueId out = emit_forward_op(at, op, inputs);
-    (recompute ? recomputed_ : forward_)[{lop.output, mb}] = out;
-    saved_outputs_[{op, mb}] = out;
+    (recompute ? recomputed_ : forward_).at(lop.output, mb) = out;
+    saved_outputs_.at(op, mb) = out;
     if (recompute) continue;
     if (lop.output == graph.loss) loss_values_.push_back(out);
     for (int32_t to : consumer_stages_[lop.output]) {
       if (to == stage) continue;
       uint32_t channel = next_channel_++;
-      channels_[{lop.output, mb, to}] = channel;
+      channels_[stage_key(lop.output, mb, to)] = channel;
       ir::OpSpec send;
       send.kind = ir::OpKind::Send;
       send.devices = stage_devices_[stage];
@@ -358,21 +372,19 @@ void Lowering::emit_forward_block(int32_t stage, int32_t mb, bool recompute) {
       send.channel = channel;
       send.operands = std::span<const ir::ValueId>(&out, 1);
       send.meta = {ir::Stream::Pipeline, ir::Phase::Forward, static_cast<int16_t>(stage), mb, loc_of(lop.where)};
-      ir::Builder(module_, *function_).append(send);
+      builder().append(send);
     }
   }
 }
 
 void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, bool weight_grads) {
   if (input_grads) {
-    bool any_recompute = std::any_of(stage_ops_[stage].begin(), stage_ops_[stage].end(),
-                                     [&](int32_t op) { return resolved.recompute(graph, op); });
-    if (any_recompute) emit_forward_block(stage, mb, true);
+    if (stage_recomputes_[stage]) emit_forward_block(stage, mb, true);
     // Gradients of this stage's outputs that later stages read.
     for (int32_t op : stage_ops_[stage]) {
       int32_t t = graph.ops[op].output;
       for (int32_t from : consumer_stages_[t]) {
-        auto channel = grad_channels_.find({t, mb, from});
+        auto channel = grad_channels_.find(stage_key(t, mb, from));
         if (from == stage || channel == grad_channels_.end()) continue;
         ir::Layout layout = dual_layout(sbp.layouts[t]);
         ir::TypeId type = module_.intern_type(local_type(t, layout, compute_dtype(t)));
@@ -386,8 +398,8 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
                      loc_of(graph.tensors[t].where)};
         recv.result_types = std::span<const ir::TypeId>(&type, 1);
         recv.result_layouts = std::span<const ir::LayoutId>(&layout_id, 1);
-        ir::ValueId g = ir::Builder(module_, *function_).append_value(recv);
-        add_grad(grads_, {t, mb}, g, {stage, mb, ir::Phase::InputGrad, ir::Stream::Compute, {}});
+        ir::ValueId g = builder().append_value(recv);
+        add_grad(grads_.at(t, mb), g, {stage, mb, ir::Phase::InputGrad, ir::Stream::Compute, {}});
       }
     }
     if (graph.loss >= 0 && resolved.stage_of_op[graph.tensors[graph.loss].producer] == stage) {
@@ -401,7 +413,7 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
           at, ir::OpKind::Fill, {},
           {ir::AttrValue::ints("shape", {}), ir::AttrValue::string("dtype", "f32"), ir::AttrValue::real("value", 1.0)},
           whole);
-      grads_[{graph.loss, mb}] = box(at, one, whole, layout);
+      grads_.at(graph.loss, mb) = box(at, one, whole, layout);
     }
   }
 
@@ -413,29 +425,27 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
     if (input_grads) {
       Emit back{stage, mb, ir::Phase::InputGrad, ir::Stream::Feature, lop.where};
       ir::ValueId pending = flush_grads(lop.output, mb, dual_layout(sbp.layouts[lop.output]), std::nullopt, back);
-      if (pending != ir::kNone) add_grad(grads_, {lop.output, mb}, pending, back);
-      auto g = grads_.find({lop.output, mb});
-      if (g == grads_.end()) continue;
-      grad_output = grad_outputs_[{op, mb}] = g->second;
+      if (pending != ir::kNone) add_grad(grads_.at(lop.output, mb), pending, back);
+      grad_output = grad_outputs_.at(op, mb) = grads_.get(lop.output, mb);
     } else {
-      auto g = grad_outputs_.find({op, mb});
-      if (g == grad_outputs_.end()) continue;
-      grad_output = g->second;
+      grad_output = grad_outputs_.get(op, mb);
     }
+    if (grad_output == ir::kNone) continue;
     Emit at{stage, mb, input_grads ? ir::Phase::InputGrad : ir::Phase::WeightGrad, ir::Stream::Compute, lop.where};
     std::vector<ir::ValueId> inputs(lop.inputs.size(), ir::kNone);
     auto input = [&](size_t i) {
       if (inputs[i] != ir::kNone) return inputs[i];
       int32_t t = lop.inputs[i].tensor;
       bool regather = graph.tensors[t].kind == TensorKind::Param && param_layout(t) != input_layout(op, i);
-      return inputs[i] = regather ? op_input(at, op, i, false) : saved_inputs_.at({op, mb, i});
+      return inputs[i] = regather ? op_input(at, op, i, false)
+                                  : saved_inputs_.get(static_cast<int32_t>(input_base_[op] + i), mb);
     };
     std::vector<GradContribution> grads =
-        emit_backward_op(at, op, input, saved_outputs_.at({op, mb}), grad_output, input_grads, weight_grads);
+        emit_backward_op(at, op, input, saved_outputs_.get(op, mb), grad_output, input_grads, weight_grads);
     for (const GradContribution& c : grads) {
       int32_t t = lop.inputs[c.input].tensor;
       ir::Layout read = dual_layout(input_layout(op, c.input));
-      auto [slot, inserted] = pending_grads_.emplace(std::make_tuple(t, mb, module_.intern_layout(read)), c.grad);
+      auto [slot, inserted] = pending_grads_[mb].emplace(std::make_pair(t, module_.intern_layout(read)), c.grad);
       if (!inserted) slot->second = append(at, ir::OpKind::Add, {slot->second, c.grad}, {}, read);
     }
   }
@@ -443,10 +453,10 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
   if (input_grads) {
     // Send the gradients of tensors that earlier stages produced back to them.
     std::vector<int32_t> remote;
-    for (const auto& [key, g] : pending_grads_) {
-      auto [t, grad_mb, layout] = key;
+    for (const auto& [key, g] : pending_grads_[mb]) {
+      int32_t t = key.first;
       const Tensor& tensor = graph.tensors[t];
-      if (grad_mb == mb && tensor.kind == TensorKind::Activation && resolved.stage_of_op[tensor.producer] != stage &&
+      if (tensor.kind == TensorKind::Activation && resolved.stage_of_op[tensor.producer] != stage &&
           (remote.empty() || remote.back() != t))
         remote.push_back(t);
     }
@@ -455,7 +465,7 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
       ir::ValueId g = flush_grads(t, mb, dual_layout(sbp.layouts[t]), std::nullopt, back);
       int32_t to = resolved.stage_of_op[graph.tensors[t].producer];
       uint32_t channel = next_channel_++;
-      grad_channels_[{t, mb, stage}] = channel;
+      grad_channels_[stage_key(t, mb, stage)] = channel;
       ir::OpSpec send;
       send.kind = ir::OpKind::Send;
       send.devices = stage_devices_[stage];
@@ -464,7 +474,7 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
       send.operands = std::span<const ir::ValueId>(&g, 1);
       send.meta = {ir::Stream::Pipeline, ir::Phase::InputGrad, static_cast<int16_t>(stage), mb,
                    loc_of(graph.tensors[t].where)};
-      ir::Builder(module_, *function_).append(send);
+      builder().append(send);
     }
   }
   if (weight_grads) flush_param_grads(stage, mb);
@@ -474,9 +484,10 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
 ir::ValueId Lowering::flush_grads(int32_t tensor, int32_t mb, const ir::Layout& target, std::optional<ir::DType> dtype,
                                   const Emit& at) {
   ir::ValueId total = ir::kNone;
-  auto it = pending_grads_.lower_bound({tensor, mb, 0});
-  while (it != pending_grads_.end() && std::get<0>(it->first) == tensor && std::get<1>(it->first) == mb) {
-    const ir::Layout& read = module_.layout(std::get<2>(it->first));
+  auto& pending = pending_grads_[mb];
+  auto it = pending.lower_bound({tensor, 0});
+  while (it != pending.end() && it->first.first == tensor) {
+    const ir::Layout& read = module_.layout(it->first.second);
     ir::ValueId g = it->second;
     Emit local = at;
     local.stream = ir::Stream::Compute;
@@ -484,16 +495,13 @@ ir::ValueId Lowering::flush_grads(int32_t tensor, int32_t mb, const ir::Layout& 
       g = append(local, ir::OpKind::Cast, {g}, {ir::AttrValue::string("dtype", ir::dtype_name(*dtype))}, read);
     g = box(at, g, read, target);
     total = total == ir::kNone ? g : append(local, ir::OpKind::Add, {total, g}, {}, target);
-    it = pending_grads_.erase(it);
+    it = pending.erase(it);
   }
   return total;
 }
 
 void Lowering::flush_param_grads(int32_t stage, int32_t mb) {
-  for (int32_t t = 0; t < static_cast<int32_t>(graph.tensors.size()); ++t) {
-    if (graph.tensors[t].kind != TensorKind::Param || consumer_stages_[t].empty() ||
-        consumer_stages_[t].front() != stage)
-      continue;
+  for (int32_t t : stage_params_[stage]) {
     Emit sync{stage, mb, ir::Phase::WeightGrad, ir::Stream::Grad, graph.tensors[t].where};
     ir::ValueId g = flush_grads(t, mb, grad_layout(t), ir::DType::F32, sync);
     if (g == ir::kNone) continue;
@@ -507,8 +515,8 @@ void Lowering::flush_param_grads(int32_t stage, int32_t mb) {
 }
 
 void Lowering::emit_gradient_sync(int32_t stage) {
-  for (int32_t t = 0; t < static_cast<int32_t>(graph.tensors.size()); ++t) {
-    if (param_grads_[t] == ir::kNone || consumer_stages_[t].front() != stage) continue;
+  for (int32_t t : stage_params_[stage]) {
+    if (param_grads_[t] == ir::kNone) continue;
     Emit at{stage, -1, ir::Phase::WeightGrad, ir::Stream::Grad, graph.tensors[t].where};
     param_grads_[t] = box(at, param_grads_[t], grad_layout(t), optimizer_layout(t));
   }
@@ -516,8 +524,8 @@ void Lowering::emit_gradient_sync(int32_t stage) {
 
 void Lowering::emit_optimizer(int32_t stage) {
   std::vector<ir::ValueId> returns;
-  for (int32_t t = 0; t < static_cast<int32_t>(graph.tensors.size()); ++t) {
-    if (param_grads_[t] == ir::kNone || consumer_stages_[t].front() != stage) continue;
+  for (int32_t t : stage_params_[stage]) {
+    if (param_grads_[t] == ir::kNone) continue;
     Emit at{stage, -1, ir::Phase::Optimizer, ir::Stream::Compute, graph.tensors[t].where};
     ir::Layout state = optimizer_layout(t);
     ir::ValueId w = box(at, param_args_[t], param_layout(t), state);
@@ -543,6 +551,7 @@ void Lowering::emit_optimizer(int32_t stage) {
 
 ir::Module Lowering::run() {
   function_ = &module_.add_function(spec.train.training ? "train_step" : "forward");
+  builder_.emplace(module_, *function_);
   create_arguments();
   // The op order follows the schedule run step by step, so each device's
   // order is its row of the table and every send precedes its recv.

@@ -4,10 +4,12 @@
 
 #include <functional>
 #include <map>
-#include <tuple>
+#include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/lowering/lowering.h"
+#include "compiler/lowering/micro_batch_table.h"
 #include "compiler/sbp/boxing_plan.h"
 #include "ir/registry.h"
 
@@ -41,8 +43,8 @@ class Lowering {
   const ResolvedStrategy& resolved;
 
   // The layout op `op` reads input i in, and writes its output in.
-  ir::Layout input_layout(int32_t op, size_t i) const;
-  ir::Layout output_layout(int32_t op) const;
+  const ir::Layout& input_layout(int32_t op, size_t i) const { return input_layouts_[input_base_[op] + i]; }
+  const ir::Layout& output_layout(int32_t op) const { return output_layouts_[op]; }
   ir::Layout dual_layout(const ir::Layout& layout) const;
   ir::TensorType local_type(int32_t tensor, const ir::Layout& layout, ir::DType dtype) const;
   ir::DType compute_dtype(int32_t tensor) const;
@@ -60,7 +62,12 @@ class Lowering {
   bool needs_grad(int32_t tensor) const { return requires_grad_[tensor]; }
   // What a forward op keeps for its backward beyond its inputs and output,
   // per (op, micro-batch): dropout's mask, batchnorm's global statistics.
-  std::map<std::pair<int32_t, int32_t>, std::vector<ir::ValueId>>& saved_extras() { return saved_extras_; }
+  void save_extras(int32_t op, int32_t mb, std::vector<ir::ValueId> values) {
+    saved_extras_[op_key(op, mb)] = std::move(values);
+  }
+  const std::vector<ir::ValueId>& saved_extras(int32_t op, int32_t mb) const {
+    return saved_extras_.at(op_key(op, mb));
+  }
 
   // Forward of one op: its output value (inputs already in their layouts).
   ir::ValueId emit_forward_op(const Emit& at, int32_t op, const std::vector<ir::ValueId>& inputs);
@@ -73,7 +80,13 @@ class Lowering {
                                                  ir::ValueId grad_output, bool input_grads, bool weight_grads);
 
  private:
-  using Key = std::pair<int32_t, int32_t>;  // (tensor, micro-batch)
+  // Sparse keys: (op or tensor, micro-batch) and (tensor, micro-batch, stage).
+  uint64_t op_key(int32_t index, int32_t mb) const {
+    return static_cast<uint64_t>(index) * static_cast<uint64_t>(resolved.micro_batches) + static_cast<uint64_t>(mb);
+  }
+  uint64_t stage_key(int32_t tensor, int32_t mb, int32_t stage) const {
+    return op_key(tensor, mb) * static_cast<uint64_t>(resolved.num_stages) + static_cast<uint64_t>(stage);
+  }
 
   void emit_forward_block(int32_t stage, int32_t mb, bool recompute);
   void emit_backward_block(int32_t stage, int32_t mb, bool input_grads, bool weight_grads);
@@ -81,7 +94,8 @@ class Lowering {
   void emit_optimizer(int32_t stage);
   ir::ValueId input_value(int32_t tensor, int32_t mb, int32_t stage, bool recompute);
   ir::ValueId op_input(const Emit& at, int32_t op, size_t i, bool recompute);
-  void add_grad(std::map<Key, ir::ValueId>& acc, Key key, ir::ValueId grad, const Emit& at);
+  // Adds `grad` into `slot` (kNone: empty).
+  void add_grad(ir::ValueId& slot, ir::ValueId grad, const Emit& at);
   // The sum of a tensor's pending contributions boxed to `target` (cast to
   // `dtype` first), or kNone when it has none.
   ir::ValueId flush_grads(int32_t tensor, int32_t mb, const ir::Layout& target, std::optional<ir::DType> dtype,
@@ -89,33 +103,41 @@ class Lowering {
   void flush_param_grads(int32_t stage, int32_t mb);
   void create_arguments();
   ir::LocId loc_of(SourceRange where);
+  ir::Builder& builder() { return *builder_; }
 
   const SourceManager& sources_;
   ir::Module module_;
   ir::Function* function_ = nullptr;
+  std::optional<ir::Builder> builder_;
   std::vector<ir::DeviceSetId> stage_devices_;
   std::vector<std::vector<int32_t>> stage_ops_;
+  std::vector<std::vector<int32_t>> stage_params_;     // per stage: parameters whose first consumer runs there
+  std::vector<bool> stage_recomputes_;                 // per stage: some op is recomputed
   std::vector<std::vector<int32_t>> consumer_stages_;  // per tensor: stages reading it
   std::vector<bool> requires_grad_;                    // per tensor
+  std::vector<size_t> input_base_;                     // per op: index of its first input in input_layouts_
+  std::vector<ir::Layout> input_layouts_, output_layouts_;
+  std::unordered_map<uint64_t, ir::LocId> locs_;  // (file, offset) -> interned location
 
-  std::map<Key, ir::ValueId> forward_, recomputed_;                           // (tensor, mb) on its stage
-  std::map<std::tuple<int32_t, int32_t, int32_t>, ir::ValueId> received_on_;  // (tensor, mb, consumer stage)
-  std::map<std::tuple<int32_t, int32_t, int32_t>, uint32_t> channels_;        // forward sends: (tensor, mb, to stage)
-  std::map<std::tuple<int32_t, int32_t, int32_t>, uint32_t> grad_channels_;  // gradient sends: (tensor, mb, from stage)
-  std::map<std::tuple<int32_t, int32_t, size_t>, ir::ValueId> saved_inputs_;  // (op, mb, input) as the op read it
-  std::map<Key, ir::ValueId> saved_outputs_;                                  // (op, mb)
-  std::map<Key, std::vector<ir::ValueId>> saved_extras_;                      // (op, mb)
-  std::map<Key, ir::ValueId> grad_outputs_;                                   // (op, mb): gradient of its output
-  std::map<Key, ir::ValueId> grads_;                                          // (tensor, mb) on its producer stage
-  // Gradient contributions not yet boxed back: (tensor, mb, layout it was
-  // read in) -> their sum. Consumers that read a tensor in the same layout
-  // share one boxing, so their gradients share one reverse boxing too.
-  std::map<std::tuple<int32_t, int32_t, ir::LayoutId>, ir::ValueId> pending_grads_;
-  std::map<std::pair<ir::ValueId, ir::LayoutId>, ir::ValueId> boxed_;
-  std::map<std::tuple<int32_t, int32_t, int32_t>, ir::ValueId> data_args_;  // (tensor, mb, stage)
-  std::vector<ir::ValueId> param_args_, adam_m_, adam_v_;                   // per tensor
-  std::vector<ir::ValueId> param_grads_;                                    // per tensor: accumulated, gradient layout
-  std::vector<int32_t> weight_blocks_done_;                                 // per stage
+  MicroBatchTable forward_, recomputed_;  // (tensor, mb) on its stage
+  MicroBatchTable saved_inputs_;          // (input_base_[op] + i, mb) as the op read it
+  MicroBatchTable saved_outputs_;         // (op, mb)
+  MicroBatchTable grad_outputs_;          // (op, mb): gradient of its output
+  MicroBatchTable grads_;                 // (tensor, mb) on its producer stage
+  std::unordered_map<uint64_t, ir::ValueId> received_on_;  // stage_key(tensor, mb, consumer stage)
+  std::unordered_map<uint64_t, uint32_t> channels_;        // forward sends: stage_key(tensor, mb, to stage)
+  std::unordered_map<uint64_t, uint32_t> grad_channels_;   // gradient sends: stage_key(tensor, mb, from stage)
+  std::unordered_map<uint64_t, ir::ValueId> data_args_;    // stage_key(tensor, mb, stage)
+  std::unordered_map<uint64_t, std::vector<ir::ValueId>> saved_extras_;  // op_key(op, mb)
+  // Per micro-batch, gradient contributions not yet boxed back: (tensor,
+  // layout it was read in) -> their sum. Consumers that read a tensor in the
+  // same layout share one boxing, so their gradients share one reverse
+  // boxing too. Only the backward frontier is pending, so each map is small.
+  std::vector<std::map<std::pair<int32_t, ir::LayoutId>, ir::ValueId>> pending_grads_;
+  std::unordered_map<uint64_t, ir::ValueId> boxed_;  // (value << 32 | target layout)
+  std::vector<ir::ValueId> param_args_, adam_m_, adam_v_;  // per tensor
+  std::vector<ir::ValueId> param_grads_;                   // per tensor: accumulated, gradient layout
+  std::vector<int32_t> weight_blocks_done_;                // per stage
   std::vector<ir::ValueId> loss_values_;
   uint32_t next_channel_ = 1;
 
