@@ -189,9 +189,10 @@ ir::ValueId Lowering::append(const Emit& at, ir::OpKind kind, std::initializer_l
   return append_multi(at, kind, ops, as, std::span<const ir::Layout>(&layout, 1)).front();
 }
 
-ir::ValueId Lowering::box(const Emit& at, ir::ValueId value, const ir::Layout& from, const ir::Layout& to) {
+ir::ValueId Lowering::box(const Emit& at, ir::ValueId value, const ir::Layout& from, const ir::Layout& to,
+                          bool reuse) {
   if (from == to) return value;
-  bool cacheable = function_->values[value].def != ir::kNone;  // parameters are re-gathered at each use
+  bool cacheable = reuse && function_->values[value].def != ir::kNone;  // parameters are re-gathered at each use
   uint64_t key = (static_cast<uint64_t>(value) << 32) | module_.intern_layout(to);
   if (cacheable) {
     if (auto it = boxed_.find(key); it != boxed_.end()) return it->second;
@@ -277,7 +278,7 @@ void Lowering::add_grad(ir::ValueId& slot, ir::ValueId grad, const Emit& at) {
 
 void Lowering::create_arguments() {
   param_args_.assign(graph.tensors.size(), ir::kNone);
-  adam_m_ = adam_v_ = param_grads_ = param_args_;
+  adam_m_ = adam_v_ = param_grads_ = param_casts_ = param_args_;
   for (int32_t t = 0; t < static_cast<int32_t>(graph.tensors.size()); ++t) {
     const Tensor& tensor = graph.tensors[t];
     if (tensor.kind != TensorKind::Param || consumer_stages_[t].empty()) continue;
@@ -333,15 +334,20 @@ ir::ValueId Lowering::input_value(int32_t t, int32_t mb, int32_t stage, bool rec
 ir::ValueId Lowering::op_input(const Emit& at, int32_t op, size_t i, bool recompute) {
   int32_t t = graph.ops[op].inputs[i].tensor;
   ir::ValueId v = input_value(t, at.micro_batch, at.stage, recompute);
-  bool param = graph.tensors[t].kind == TensorKind::Param;
   Emit boxing = at;
   boxing.stream = ir::Stream::Feature;
-  v = box(boxing, v, param ? param_layout(t) : sbp.layouts[t], input_layout(op, i));
-  if (param && spec.train.precision != ir::DType::F32) {
-    v = append(at, ir::OpKind::Cast, {v}, {ir::AttrValue::string("dtype", ir::dtype_name(spec.train.precision))},
-               input_layout(op, i));
+  if (graph.tensors[t].kind != TensorKind::Param) return box(boxing, v, sbp.layouts[t], input_layout(op, i));
+  // Under mixed precision the step computes with one low-precision copy of
+  // each parameter, made at its first use (Megatron's bf16 model weights);
+  // a gathered parameter (ZeRO-3) is gathered in that precision at each use.
+  if (spec.train.precision != ir::DType::F32) {
+    if (param_casts_[t] == ir::kNone)
+      param_casts_[t] =
+          append(at, ir::OpKind::Cast, {v}, {ir::AttrValue::string("dtype", ir::dtype_name(spec.train.precision))},
+                 param_layout(t));
+    v = param_casts_[t];
   }
-  return v;
+  return box(boxing, v, param_layout(t), input_layout(op, i), false);
 }
 
 // --- blocks ---
@@ -503,6 +509,21 @@ ir::ValueId Lowering::flush_grads(int32_t tensor, int32_t mb, const ir::Layout& 
 void Lowering::flush_param_grads(int32_t stage, int32_t mb) {
   for (int32_t t : stage_params_[stage]) {
     Emit sync{stage, mb, ir::Phase::WeightGrad, ir::Stream::Grad, graph.tensors[t].where};
+    if (param_grads_[t] != ir::kNone) {
+      // Megatron's gradient-accumulation fusion: a low-precision gradient
+      // already in the gradient layout is added into the fp32 accumulator
+      // directly, with no cast op in between.
+      auto& pending = pending_grads_[mb];
+      auto it = pending.lower_bound({t, 0});
+      bool single = it != pending.end() && it->first.first == t &&
+                    (std::next(it) == pending.end() || std::next(it)->first.first != t);
+      if (single && module_.layout(it->first.second) == grad_layout(t)) {
+        sync.stream = ir::Stream::Compute;
+        param_grads_[t] = append(sync, ir::OpKind::Accumulate, {param_grads_[t], it->second}, {}, grad_layout(t));
+        pending.erase(it);
+        continue;
+      }
+    }
     ir::ValueId g = flush_grads(t, mb, grad_layout(t), ir::DType::F32, sync);
     if (g == ir::kNone) continue;
     if (param_grads_[t] == ir::kNone) {

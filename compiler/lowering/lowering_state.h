@@ -54,8 +54,9 @@ class Lowering {
   // Several results (layernorm_weight_grad, attention_grad, dropout, adam).
   std::vector<ir::ValueId> append_multi(const Emit& at, ir::OpKind kind, std::span<const ir::ValueId> operands,
                                         std::span<const ir::AttrValue> attrs, std::span<const ir::Layout> layouts);
-  // `value` (laid out `from`) in layout `to`, through the boxing plan.
-  ir::ValueId box(const Emit& at, ir::ValueId value, const ir::Layout& from, const ir::Layout& to);
+  // `value` (laid out `from`) in layout `to`, through the boxing plan; with
+  // `reuse`, a value boxed to the same layout before is not boxed again.
+  ir::ValueId box(const Emit& at, ir::ValueId value, const ir::Layout& from, const ir::Layout& to, bool reuse = true);
   const ir::TensorType& type_of(ir::ValueId v) const { return module_.value_type(*function_, v); }
   // The mesh axis that splits an embedding's vocabulary, or -1.
   int vocab_split_axis(int32_t op) const;
@@ -137,6 +138,7 @@ class Lowering {
   std::unordered_map<uint64_t, ir::ValueId> boxed_;  // (value << 32 | target layout)
   std::vector<ir::ValueId> param_args_, adam_m_, adam_v_;  // per tensor
   std::vector<ir::ValueId> param_grads_;                   // per tensor: accumulated, gradient layout
+  std::vector<ir::ValueId> param_casts_;                   // per tensor: the step's low-precision copy
   std::vector<int32_t> weight_blocks_done_;                // per stage
   std::vector<ir::ValueId> loss_values_;
   uint32_t next_channel_ = 1;
