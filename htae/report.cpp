@@ -132,12 +132,8 @@ void write_chrome_trace(std::ostream& out, const ir::Module& module, const ir::F
           {"pid", rank},
           {"args", {{"name", fmt::format("rank {} (device {})", rank, module.mesh().physical(rank))}}}});
     emit({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", rank}, {"args", {{"sort_index", rank}}}});
-    for (ir::Stream s : {ir::Stream::Compute, ir::Stream::Feature, ir::Stream::Grad, ir::Stream::Pipeline}) {
-      emit({{"ph", "M"},
-            {"name", "thread_name"},
-            {"pid", rank},
-            {"tid", static_cast<int>(s)},
-            {"args", {{"name", ir::stream_name(s)}}}});
+    for (int q = 0; q < kQueueCount; ++q) {
+      emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", rank}, {"tid", q}, {"args", {{"name", queue_name(q)}}}});
     }
   }
   for (const TraceSpan& span : t.spans) {
@@ -152,7 +148,7 @@ void write_chrome_trace(std::ostream& out, const ir::Module& module, const ir::F
             {"name", name},
             {"cat", ir::phase_name(op.phase)},
             {"pid", rank},
-            {"tid", static_cast<int>(op.stream)},
+            {"tid", op_queue(op)},
             {"ts", span.start * 1e6},
             {"dur", (span.end - span.start) * 1e6},
             {"args", args}});

@@ -24,6 +24,14 @@ namespace dstc::htae {
 
 std::string_view executor_name(ExecutorKind kind) { return kind == ExecutorKind::htae ? "htae" : "program-order"; }
 
+int op_queue(const ir::Op& op) {
+  return op.kind == ir::OpKind::Recv && op.stream == ir::Stream::Pipeline ? kRecvQueue : static_cast<int>(op.stream);
+}
+
+std::string_view queue_name(int queue) {
+  return queue == kRecvQueue ? "pipeline recv" : ir::stream_name(static_cast<ir::Stream>(queue));
+}
+
 std::optional<ExecutorKind> parse_executor(std::string_view name) {
   if (name == "htae") return ExecutorKind::htae;
   if (name == "program-order") return ExecutorKind::program_order;
@@ -46,7 +54,7 @@ struct Queue {
 };
 
 struct ClassState {
-  std::array<Queue, ir::kStreamCount> queues;
+  std::array<Queue, kQueueCount> queues;
   // The compute op in progress: its work (seconds at full speed) drains at `rate`.
   OpId computing = kNone;
   uint8_t computing_queue = 0;
@@ -106,7 +114,7 @@ class Executor {
         estimator_(cluster.gpu, options.profile),
         memory_(static_cast<int64_t>(classes_.count()), cluster.gpu.memory_bytes, options.record_trace),
         state_(classes_.count()) {
-    queue_count_ = options.executor == ExecutorKind::htae ? ir::kStreamCount : 1;
+    queue_count_ = options.executor == ExecutorKind::htae ? kQueueCount : 1;
     overlap_rate_ = options.overlap && cluster.runtime.overlap_factor > 0 ? 1 / cluster.runtime.overlap_factor : 1;
   }
 
@@ -116,7 +124,7 @@ class Executor {
   bool stuck(DiagnosticEngine& diags) const;
 
  private:
-  uint8_t queue_of(const ir::Op& op) const { return queue_count_ == 1 ? 0 : static_cast<uint8_t>(op.stream); }
+  uint8_t queue_of(const ir::Op& op) const { return queue_count_ == 1 ? 0 : static_cast<uint8_t>(op_queue(op)); }
   uint32_t slot(ValueId v, uint32_t c) const {
     const std::vector<uint32_t>& in = classes_.in_set(f_.values[v].devices);
     auto it = std::lower_bound(in.begin(), in.end(), c);
@@ -159,7 +167,7 @@ class Executor {
   OpEstimator estimator_;
   MemoryTracker memory_;
   std::vector<ClassState> state_;
-  int queue_count_ = ir::kStreamCount;
+  int queue_count_ = kQueueCount;
   double overlap_rate_ = 1;
   double now_ = 0;
 
@@ -306,8 +314,9 @@ void Executor::account(uint32_t c) {
 }
 
 // Nothing running and waiting for another pipeline stage: a queue heads a
-// recv (or a send whose receiver is not there yet), or an op that needs a
-// value a recv has not delivered.
+// send whose receiver is not there yet (or a recv that blocks its stream),
+// or an op that needs a value a recv has not delivered. A posted pipeline
+// recv alone is not a wait: it blocks nothing behind it.
 Activity Executor::classify(uint32_t c) const {
   const ClassState& s = state_[c];
   if (s.computing != kNone) return Activity::compute;
@@ -316,7 +325,7 @@ Activity Executor::classify(uint32_t c) const {
     const Queue& queue = s.queues[static_cast<size_t>(q)];
     if (queue.pos >= queue.ops.size()) continue;
     const ir::Op& head = f_.ops[queue.ops[queue.pos]];
-    if (head.kind == ir::OpKind::Recv || head.kind == ir::OpKind::Send) return Activity::bubble;
+    if (head.kind == ir::OpKind::Send || (head.kind == ir::OpKind::Recv && q != kRecvQueue)) return Activity::bubble;
     for (ValueId v : f_.operands(head)) {
       uint32_t sl = slot(v, c);
       OpId def = f_.values[v].def;

@@ -2,8 +2,9 @@
 // and predicts its step time, throughput, memory and where time goes
 // (docs/simulator.md).
 //
-// Every device has three in-order queues (compute, feature and gradient
-// communication) holding its ops of that stream in program order. An op
+// Every device has an in-order queue per stream (compute, feature and
+// gradient communication, pipeline sends) holding its ops of that stream in
+// program order, and one for its pipeline receives. An op
 // starts when it heads its queue and its operands exist on the device;
 // a collective or send/recv starts when every participant is at it, and its
 // transfers then share the physical links max-min fairly in the flow engine.
@@ -28,6 +29,16 @@ enum class ExecutorKind {
   program_order,  // one op at a time per device, every stream in program order (DistIR)
 };
 std::string_view executor_name(ExecutorKind kind);
+
+// The htae executor's queues: one per IR stream, and one more for the
+// receives of the pipeline stream. Megatron-LM posts a stage's send and
+// receive as one batched isend/irecv, so neither waits for the other: a
+// receive is posted when the program reaches it and holds up no send.
+inline constexpr int kRecvQueue = ir::kStreamCount;
+inline constexpr int kQueueCount = ir::kStreamCount + 1;
+int op_queue(const ir::Op& op);
+std::string_view queue_name(int queue);  // "compute", ..., "pipeline recv"
+
 std::optional<ExecutorKind> parse_executor(std::string_view name);
 
 struct SimOptions {

@@ -255,6 +255,58 @@ func @f {
   EXPECT_EQ(r.num_classes, 2);
 }
 
+// Stage 1 receives a0 (ready at 1 ms) and a3 (ready at 4 ms) from stage 0
+// and passes b0 = matmul(a0) on to stage 2, whose three matmuls end the
+// step. Its program orders the receive of a3 before the send of b0.
+std::string relay_through_stage_one(std::string_view stream) {
+  std::string s(stream);
+  return R"(mesh world[pp=3]
+func @f {
+  input %x on world[pp=0] : f32[64, 64]
+  param %w0 on world[pp=0] : f32[64, 64]
+  param %w1 on world[pp=1] : f32[64, 64]
+  param %w2 on world[pp=2] : f32[64, 64]
+  %a0 = matmul(%x, %w0) on world[pp=0] : f32[64, 64]
+  %a1 = matmul(%a0, %w0) on world[pp=0] : f32[64, 64]
+  %a2 = matmul(%a1, %w0) on world[pp=0] : f32[64, 64]
+  %a3 = matmul(%a2, %w0) on world[pp=0] : f32[64, 64]
+  send(%a0) on world[pp=0] to world[pp=1] channel 1 stream )" +
+         s + R"(
+  send(%a3) on world[pp=0] to world[pp=1] channel 2 stream )" +
+         s + R"(
+  %r0 = recv() on world[pp=1] from world[pp=0] channel 1 stream )" +
+         s + R"( : f32[64, 64]
+  %r3 = recv() on world[pp=1] from world[pp=0] channel 2 stream )" +
+         s + R"( : f32[64, 64]
+  %b0 = matmul(%r0, %w1) on world[pp=1] : f32[64, 64]
+  send(%b0) on world[pp=1] to world[pp=2] channel 3 stream )" +
+         s + R"(
+  %c = recv() on world[pp=2] from world[pp=1] channel 3 stream )" +
+         s + R"( : f32[64, 64]
+  %y1 = matmul(%c, %w2) on world[pp=2] : f32[64, 64]
+  %y2 = matmul(%y1, %w2) on world[pp=2] : f32[64, 64]
+  %y3 = matmul(%y2, %w2) on world[pp=2] : f32[64, 64]
+  return %y3, %r3
+}
+)";
+}
+
+// Pipeline receives have a queue of their own (Megatron-LM's batched
+// isend/irecv): b0 leaves at 2 ms + one transfer, without waiting for a3.
+// On the feature stream, one in-order queue, it waits for a3 (4 ms + one
+// transfer) and the step ends 2 ms later.
+TEST(Simulator, PipelineSendsDoNotWaitForEarlierReceives) {
+  double transfer = 16384 / 1e10;
+  Outcome pipelined = simulate_text(relay_through_stage_one("pipeline"), test_cluster(1, 3));
+  ASSERT_TRUE(pipelined.report) << pipelined.errors;
+  EXPECT_NEAR(pipelined.report->step_time_s, 5 * kMs + 2 * transfer, 1e-12);
+  EXPECT_EQ(pipelined.report->critical_device, 2);
+
+  Outcome in_order = simulate_text(relay_through_stage_one("feature"), test_cluster(1, 3));
+  ASSERT_TRUE(in_order.report) << in_order.errors;
+  EXPECT_NEAR(in_order.report->step_time_s, 7 * kMs + 2 * transfer, 1e-12);
+}
+
 TEST(Simulator, ThroughputFromBatchAndSequence) {
   SimOptions options;
   options.global_batch = 8;
