@@ -65,7 +65,8 @@ struct CharClasses {
       bool digit = c >= '0' && c <= '9';
       ident_start[c] = alpha || c == '_';
       ident[c] = alpha || digit || c == '_';
-      name[c] = ident[c] || c == '.' || c == '[' || c == ']';  // compiler names: blocks[0].fc.weight
+      // compiler names: blocks[0].fc.weight, replicas: embed.table@stage3
+      name[c] = ident[c] || c == '.' || c == '[' || c == ']' || c == '@';
     }
   }
 };

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/replica_names.h"
+
 namespace dstc::reference {
 
 namespace {
@@ -90,9 +92,10 @@ double uniform_element(uint64_t seed, std::string_view name, uint64_t i) {
 ArgumentSource make_argument_source(const compiler::LogicalGraph& graph, uint64_t seed) {
   return [&graph, seed](const ArgumentRequest& request, std::string& error) -> std::optional<HostTensor> {
     HostTensor out(request.dtype, request.logical_shape);
+    // A parameter's replicas on other pipeline stages start equal to it.
+    const std::string logical = ir::logical_name(request.name);
     auto fill = [&](double lo, double hi) {
-      for (size_t i = 0; i < out.data.size(); ++i)
-        out.data[i] = lo + (hi - lo) * uniform_element(seed, request.name, i);
+      for (size_t i = 0; i < out.data.size(); ++i) out.data[i] = lo + (hi - lo) * uniform_element(seed, logical, i);
     };
     auto ends_with = [&](std::string_view suffix) {
       return request.name.size() >= suffix.size() &&

@@ -9,6 +9,7 @@
 #include "backends/reference/argument_values.h"
 #include "backends/reference/verify_diagnostics.h"
 #include "ir/printer.h"
+#include "ir/replica_names.h"
 #include "ir/registry.h"
 
 namespace dstc::reference {
@@ -21,10 +22,13 @@ struct Catalog {
   std::vector<std::pair<std::string, ir::ValueId>> tensors;  // gradients first, then updates
   const ir::Function* function = nullptr;
 
-  ir::ValueId find(const std::string& name) const {
+  // Every copy of a logical tensor: a parameter replicated across pipeline
+  // stages has one per replica.
+  std::vector<ir::ValueId> find(const std::string& name) const {
+    std::vector<ir::ValueId> found;
     for (const auto& [n, v] : tensors)
-      if (n == name) return v;
-    return ir::kNone;
+      if (n == name) found.push_back(v);
+    return found;
   }
 };
 
@@ -53,7 +57,7 @@ Catalog catalog(const ir::Module& m, const ir::Function& f) {
   c.function = &f;
   auto param_of = [&](const ir::Op& opt) {
     Source s = trace(f, f.operands(opt)[0]);
-    return s.arg != ir::kNone ? m.value_name(f, s.arg) : m.value_name(f, f.operands(opt)[0]);
+    return ir::logical_name(s.arg != ir::kNone ? m.value_name(f, s.arg) : m.value_name(f, f.operands(opt)[0]));
   };
   for (const ir::Op& op : f.ops)
     if (ir::op_info(op.kind).category == ir::OpCategory::Optimizer)
@@ -65,7 +69,8 @@ Catalog catalog(const ir::Module& m, const ir::Function& f) {
       continue;
     }
     std::string what = s.result == 0 ? param_of(*s.optimizer)
-                                     : m.value_name(f, f.operands(*s.optimizer)[static_cast<size_t>(s.result) + 1]);
+                                     : ir::logical_name(m.value_name(
+                                           f, f.operands(*s.optimizer)[static_cast<size_t>(s.result) + 1]));
     c.tensors.emplace_back("updated " + what, r);
   }
   return c;
@@ -221,12 +226,13 @@ VerifyResult compare_programs(const compiler::LogicalGraph& graph, const ir::Mod
     if (!(d.error <= r.tolerance)) return fail_with(d, cd.losses.front());
   }
   for (const auto& [name, v] : cs.tensors) {
-    ir::ValueId dv = cd.find(name);
-    if (dv == ir::kNone) {
+    std::vector<ir::ValueId> copies = cd.find(name);
+    if (copies.empty()) {
       r.missing = name;
       return r;
     }
-    if (!compare(name, single.logical(v).logical, dv)) return r;
+    for (ir::ValueId dv : copies)
+      if (!compare(name, single.logical(v).logical, dv)) return r;
   }
   r.passed = true;
   return r;

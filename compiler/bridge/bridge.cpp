@@ -403,6 +403,11 @@ class Bridge {
       if (m.roles & frontend::kRoleOptimizer) spec.memory[t].optimizer = layout;
     }
 
+    for (const frontend::TiedParams& tie : strategy_.ties)
+      if (!tie.params.empty())
+        spec.memory[tensor(tie.params[0])].sharing =
+            tie.mode == frontend::TieMode::Replicate ? ParamSharing::Replicate : ParamSharing::Transmit;
+
     if (strategy_.pipeline.present) pipeline(g, spec);
     return spec;
   }

@@ -79,9 +79,6 @@ Lowering::Lowering(const LogicalGraph& g, const StrategySpec& s, const SbpAssign
   }
   weight_blocks_done_.assign(resolved.num_stages, 0);
   stage_params_.resize(resolved.num_stages);
-  for (int32_t t = 0; t < static_cast<int32_t>(graph.tensors.size()); ++t)
-    if (graph.tensors[t].kind == TensorKind::Param && !consumer_stages_[t].empty())
-      stage_params_[consumer_stages_[t].front()].push_back(t);
   stage_recomputes_.assign(resolved.num_stages, false);
   for (int32_t op = 0; op < static_cast<int32_t>(graph.ops.size()); ++op)
     if (resolved.recompute(graph, op)) stage_recomputes_[resolved.stage_of_op[op]] = true;
@@ -189,8 +186,7 @@ ir::ValueId Lowering::append(const Emit& at, ir::OpKind kind, std::initializer_l
   return append_multi(at, kind, ops, as, std::span<const ir::Layout>(&layout, 1)).front();
 }
 
-ir::ValueId Lowering::box(const Emit& at, ir::ValueId value, const ir::Layout& from, const ir::Layout& to,
-                          bool reuse) {
+ir::ValueId Lowering::box(const Emit& at, ir::ValueId value, const ir::Layout& from, const ir::Layout& to, bool reuse) {
   if (from == to) return value;
   bool cacheable = reuse && function_->values[value].def != ir::kNone;  // parameters are re-gathered at each use
   uint64_t key = (static_cast<uint64_t>(value) << 32) | module_.intern_layout(to);
@@ -274,43 +270,21 @@ void Lowering::add_grad(ir::ValueId& slot, ir::ValueId grad, const Emit& at) {
   slot = append(at, ir::OpKind::Add, {slot, grad}, {}, layout);
 }
 
-// --- arguments and values ---
-
-void Lowering::create_arguments() {
-  param_args_.assign(graph.tensors.size(), ir::kNone);
-  adam_m_ = adam_v_ = param_grads_ = param_casts_ = param_args_;
-  for (int32_t t = 0; t < static_cast<int32_t>(graph.tensors.size()); ++t) {
-    const Tensor& tensor = graph.tensors[t];
-    if (tensor.kind != TensorKind::Param || consumer_stages_[t].empty()) continue;
-    ir::DeviceSetId devices = stage_devices_[consumer_stages_[t].front()];
-    ir::Layout layout = param_layout(t);
-    param_args_[t] = builder().add_arg(tensor.name, ir::ArgKind::Param, local_type(t, layout, ir::DType::F32), devices,
-                                     module_.intern_layout(layout));
-    if (spec.train.training && spec.train.optimizer == Optimizer::Adam) {
-      ir::Layout state = optimizer_layout(t);
-      ir::TensorType type = local_type(t, state, ir::DType::F32);
-      adam_m_[t] =
-          builder().add_arg(tensor.name + ".adam_m", ir::ArgKind::State, type, devices, module_.intern_layout(state));
-      adam_v_[t] =
-          builder().add_arg(tensor.name + ".adam_v", ir::ArgKind::State, type, devices, module_.intern_layout(state));
-    }
-  }
-}
+// --- values ---
 
 ir::ValueId Lowering::input_value(int32_t t, int32_t mb, int32_t stage, bool recompute) {
   const Tensor& tensor = graph.tensors[t];
-  if (tensor.kind == TensorKind::Param) return param_args_[t];
   if (tensor.kind == TensorKind::Input || tensor.kind == TensorKind::Label) {
     uint64_t key = stage_key(t, mb, stage);
     if (auto it = data_args_.find(key); it != data_args_.end()) return it->second;
     std::string name = resolved.micro_batches > 1 ? fmt::format("{}.mb{}", tensor.name, mb) : tensor.name;
     ir::ValueId arg = builder().add_arg(name, ir::ArgKind::Input, local_type(t, sbp.layouts[t], compute_dtype(t)),
-                                      stage_devices_[stage], module_.intern_layout(sbp.layouts[t]));
+                                        stage_devices_[stage], module_.intern_layout(sbp.layouts[t]));
     data_args_[key] = arg;
     return arg;
   }
   int32_t producer_stage = resolved.stage_of_op[tensor.producer];
-  if (producer_stage == stage) {
+  if (stage_devices_[producer_stage] == stage_devices_[stage]) {  // same stage, or another on these devices
     if (recompute && recomputed_.get(t, mb) != ir::kNone) return recomputed_.get(t, mb);
     return forward_.get(t, mb);
   }
@@ -333,21 +307,11 @@ ir::ValueId Lowering::input_value(int32_t t, int32_t mb, int32_t stage, bool rec
 
 ir::ValueId Lowering::op_input(const Emit& at, int32_t op, size_t i, bool recompute) {
   int32_t t = graph.ops[op].inputs[i].tensor;
-  ir::ValueId v = input_value(t, at.micro_batch, at.stage, recompute);
   Emit boxing = at;
   boxing.stream = ir::Stream::Feature;
-  if (graph.tensors[t].kind != TensorKind::Param) return box(boxing, v, sbp.layouts[t], input_layout(op, i));
-  // Under mixed precision the step computes with one low-precision copy of
-  // each parameter, made at its first use (Megatron's bf16 model weights);
-  // a gathered parameter (ZeRO-3) is gathered in that precision at each use.
-  if (spec.train.precision != ir::DType::F32) {
-    if (param_casts_[t] == ir::kNone)
-      param_casts_[t] =
-          append(at, ir::OpKind::Cast, {v}, {ir::AttrValue::string("dtype", ir::dtype_name(spec.train.precision))},
-                 param_layout(t));
-    v = param_casts_[t];
-  }
-  return box(boxing, v, param_layout(t), input_layout(op, i), false);
+  if (graph.tensors[t].kind != TensorKind::Param)
+    return box(boxing, input_value(t, at.micro_batch, at.stage, recompute), sbp.layouts[t], input_layout(op, i));
+  return box(boxing, param_value(t, at), param_layout(t), input_layout(op, i), false);
 }
 
 // --- blocks ---
@@ -368,7 +332,7 @@ void Lowering::emit_forward_block(int32_t stage, int32_t mb, bool recompute) {
     if (recompute) continue;
     if (lop.output == graph.loss) loss_values_.push_back(out);
     for (int32_t to : consumer_stages_[lop.output]) {
-      if (to == stage) continue;
+      if (stage_devices_[to] == stage_devices_[stage]) continue;
       uint32_t channel = next_channel_++;
       channels_[stage_key(lop.output, mb, to)] = channel;
       ir::OpSpec send;
@@ -470,6 +434,10 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
       Emit back{stage, mb, ir::Phase::InputGrad, ir::Stream::Feature, graph.tensors[t].where};
       ir::ValueId g = flush_grads(t, mb, dual_layout(sbp.layouts[t]), std::nullopt, back);
       int32_t to = resolved.stage_of_op[graph.tensors[t].producer];
+      if (stage_devices_[to] == stage_devices_[stage]) {  // the producer's stage runs here too
+        add_grad(grads_.at(t, mb), g, back);
+        continue;
+      }
       uint32_t channel = next_channel_++;
       grad_channels_[stage_key(t, mb, stage)] = channel;
       ir::OpSpec send;
@@ -484,7 +452,7 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
     }
   }
   if (weight_grads) flush_param_grads(stage, mb);
-  if (weight_grads && ++weight_blocks_done_[stage] == resolved.micro_batches) emit_gradient_sync(stage);
+  if (weight_grads && ++weight_blocks_done_[stage] == resolved.micro_batches) finish_param_grads(stage);
 }
 
 ir::ValueId Lowering::flush_grads(int32_t tensor, int32_t mb, const ir::Layout& target, std::optional<ir::DType> dtype,
@@ -506,74 +474,10 @@ ir::ValueId Lowering::flush_grads(int32_t tensor, int32_t mb, const ir::Layout& 
   return total;
 }
 
-void Lowering::flush_param_grads(int32_t stage, int32_t mb) {
-  for (int32_t t : stage_params_[stage]) {
-    Emit sync{stage, mb, ir::Phase::WeightGrad, ir::Stream::Grad, graph.tensors[t].where};
-    if (param_grads_[t] != ir::kNone) {
-      // Megatron's gradient-accumulation fusion: a low-precision gradient
-      // already in the gradient layout is added into the fp32 accumulator
-      // directly, with no cast op in between.
-      auto& pending = pending_grads_[mb];
-      auto it = pending.lower_bound({t, 0});
-      bool single = it != pending.end() && it->first.first == t &&
-                    (std::next(it) == pending.end() || std::next(it)->first.first != t);
-      if (single && module_.layout(it->first.second) == grad_layout(t)) {
-        sync.stream = ir::Stream::Compute;
-        param_grads_[t] = append(sync, ir::OpKind::Accumulate, {param_grads_[t], it->second}, {}, grad_layout(t));
-        pending.erase(it);
-        continue;
-      }
-    }
-    ir::ValueId g = flush_grads(t, mb, grad_layout(t), ir::DType::F32, sync);
-    if (g == ir::kNone) continue;
-    if (param_grads_[t] == ir::kNone) {
-      param_grads_[t] = g;
-    } else {
-      sync.stream = ir::Stream::Compute;
-      param_grads_[t] = append(sync, ir::OpKind::Accumulate, {param_grads_[t], g}, {}, grad_layout(t));
-    }
-  }
-}
-
-void Lowering::emit_gradient_sync(int32_t stage) {
-  for (int32_t t : stage_params_[stage]) {
-    if (param_grads_[t] == ir::kNone) continue;
-    Emit at{stage, -1, ir::Phase::WeightGrad, ir::Stream::Grad, graph.tensors[t].where};
-    param_grads_[t] = box(at, param_grads_[t], grad_layout(t), optimizer_layout(t));
-  }
-}
-
-void Lowering::emit_optimizer(int32_t stage) {
-  std::vector<ir::ValueId> returns;
-  for (int32_t t : stage_params_[stage]) {
-    if (param_grads_[t] == ir::kNone) continue;
-    Emit at{stage, -1, ir::Phase::Optimizer, ir::Stream::Compute, graph.tensors[t].where};
-    ir::Layout state = optimizer_layout(t);
-    ir::ValueId w = box(at, param_args_[t], param_layout(t), state);
-    double lr = spec.train.learning_rate;
-    ir::ValueId updated;
-    if (spec.train.optimizer == Optimizer::Adam) {
-      std::vector<ir::ValueId> operands{w, param_grads_[t], adam_m_[t], adam_v_[t]};
-      std::vector<ir::AttrValue> attrs{ir::AttrValue::real("lr", lr)};
-      std::vector<ir::Layout> layouts{state, state, state};
-      std::vector<ir::ValueId> out = append_multi(at, ir::OpKind::Adam, operands, attrs, layouts);
-      updated = out[0];
-      returns.push_back(out[1]);
-      returns.push_back(out[2]);
-    } else {
-      updated = append(at, ir::OpKind::Sgd, {w, param_grads_[t]}, {ir::AttrValue::real("lr", lr)}, state);
-    }
-    Emit gather = at;
-    gather.stream = ir::Stream::Grad;
-    returns.push_back(box(gather, updated, state, param_layout(t)));
-  }
-  function_->returns.insert(function_->returns.end(), returns.begin(), returns.end());
-}
-
 ir::Module Lowering::run() {
   function_ = &module_.add_function(spec.train.training ? "train_step" : "forward");
   builder_.emplace(module_, *function_);
-  create_arguments();
+  create_parameters();
   // The op order follows the schedule run step by step, so each device's
   // order is its row of the table and every send precedes its recv.
   schedule::ScheduleRun run = schedule::run_unit_time(resolved.table);
@@ -591,6 +495,7 @@ ir::Module Lowering::run() {
       case schedule::ActionKind::WeightGrad: emit_backward_block(a.stage, a.micro_batch, false, true); break;
     }
   }
+  if (spec.train.training) sum_shared_param_grads();
   place_sends_at_their_recvs(*function_);
   function_->returns = loss_values_;
   if (spec.train.training) {

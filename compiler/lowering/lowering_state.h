@@ -91,7 +91,27 @@ class Lowering {
 
   void emit_forward_block(int32_t stage, int32_t mb, bool recompute);
   void emit_backward_block(int32_t stage, int32_t mb, bool input_grads, bool weight_grads);
-  void emit_gradient_sync(int32_t stage);
+  // A parameter's stored or received copy on one device set (parameters.cpp).
+  struct ParamCopy {
+    ir::DeviceSetId devices = 0;
+    std::vector<int32_t> stages;  // the stages on these devices that read it
+    bool stored = true;           // holds the value and optimizer state; false: transmitted to
+    ir::ValueId value = ir::kNone, adam_m = ir::kNone, adam_v = ir::kNone;  // arguments when stored
+    ir::ValueId compute_value = ir::kNone;                                  // in compute precision: cast, or received
+    ir::ValueId grad = ir::kNone;  // accumulated: gradient layout, then optimizer layout
+    bool synced = false;           // grad boxed into the optimizer layout
+  };
+  void create_parameters();
+  ParamCopy& param_copy(int32_t tensor, int32_t stage);
+  // The parameter's value in compute precision on `at`'s stage, in its memory layout.
+  ir::ValueId param_value(int32_t tensor, const Emit& at);
+  // `v` sent from `from`'s stage to `to_stage`: the received value.
+  ir::ValueId transfer(ir::ValueId v, const Emit& from, int32_t to_stage, ir::Phase phase, SourceRange where);
+  // After a stage's last weight-gradient block: boxes the gradients of
+  // copies whose stages are all done into the optimizer layout.
+  void finish_param_grads(int32_t stage);
+  // Sums the gradients of parameters shared across pipeline stages.
+  void sum_shared_param_grads();
   void emit_optimizer(int32_t stage);
   ir::ValueId input_value(int32_t tensor, int32_t mb, int32_t stage, bool recompute);
   ir::ValueId op_input(const Emit& at, int32_t op, size_t i, bool recompute);
@@ -102,7 +122,6 @@ class Lowering {
   ir::ValueId flush_grads(int32_t tensor, int32_t mb, const ir::Layout& target, std::optional<ir::DType> dtype,
                           const Emit& at);
   void flush_param_grads(int32_t stage, int32_t mb);
-  void create_arguments();
   ir::LocId loc_of(SourceRange where);
   ir::Builder& builder() { return *builder_; }
 
@@ -112,7 +131,7 @@ class Lowering {
   std::optional<ir::Builder> builder_;
   std::vector<ir::DeviceSetId> stage_devices_;
   std::vector<std::vector<int32_t>> stage_ops_;
-  std::vector<std::vector<int32_t>> stage_params_;     // per stage: parameters whose first consumer runs there
+  std::vector<std::vector<int32_t>> stage_params_;     // per stage: parameters it reads
   std::vector<bool> stage_recomputes_;                 // per stage: some op is recomputed
   std::vector<std::vector<int32_t>> consumer_stages_;  // per tensor: stages reading it
   std::vector<bool> requires_grad_;                    // per tensor
@@ -120,11 +139,11 @@ class Lowering {
   std::vector<ir::Layout> input_layouts_, output_layouts_;
   std::unordered_map<uint64_t, ir::LocId> locs_;  // (file, offset) -> interned location
 
-  MicroBatchTable forward_, recomputed_;  // (tensor, mb) on its stage
-  MicroBatchTable saved_inputs_;          // (input_base_[op] + i, mb) as the op read it
-  MicroBatchTable saved_outputs_;         // (op, mb)
-  MicroBatchTable grad_outputs_;          // (op, mb): gradient of its output
-  MicroBatchTable grads_;                 // (tensor, mb) on its producer stage
+  MicroBatchTable forward_, recomputed_;                   // (tensor, mb) on its stage
+  MicroBatchTable saved_inputs_;                           // (input_base_[op] + i, mb) as the op read it
+  MicroBatchTable saved_outputs_;                          // (op, mb)
+  MicroBatchTable grad_outputs_;                           // (op, mb): gradient of its output
+  MicroBatchTable grads_;                                  // (tensor, mb) on its producer stage
   std::unordered_map<uint64_t, ir::ValueId> received_on_;  // stage_key(tensor, mb, consumer stage)
   std::unordered_map<uint64_t, uint32_t> channels_;        // forward sends: stage_key(tensor, mb, to stage)
   std::unordered_map<uint64_t, uint32_t> grad_channels_;   // gradient sends: stage_key(tensor, mb, from stage)
@@ -135,11 +154,9 @@ class Lowering {
   // same layout share one boxing, so their gradients share one reverse
   // boxing too. Only the backward frontier is pending, so each map is small.
   std::vector<std::map<std::pair<int32_t, ir::LayoutId>, ir::ValueId>> pending_grads_;
-  std::unordered_map<uint64_t, ir::ValueId> boxed_;  // (value << 32 | target layout)
-  std::vector<ir::ValueId> param_args_, adam_m_, adam_v_;  // per tensor
-  std::vector<ir::ValueId> param_grads_;                   // per tensor: accumulated, gradient layout
-  std::vector<ir::ValueId> param_casts_;                   // per tensor: the step's low-precision copy
-  std::vector<int32_t> weight_blocks_done_;                // per stage
+  std::unordered_map<uint64_t, ir::ValueId> boxed_;   // (value << 32 | target layout)
+  std::vector<std::vector<ParamCopy>> param_copies_;  // per tensor; the first is the owner
+  std::vector<int32_t> weight_blocks_done_;           // per stage
   std::vector<ir::ValueId> loss_values_;
   uint32_t next_channel_ = 1;
 

@@ -125,30 +125,6 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
     }
   }
 
-  // A parameter lives on one stage: one read on two stages (a tie across
-  // the pipeline, PiPPy's TRANSMIT/REPLICATE) is not lowered yet.
-  if (pipelined) {
-    for (size_t t = 0; t < graph.tensors.size(); ++t) {
-      if (graph.tensors[t].kind != TensorKind::Param) continue;
-      int32_t first = -1;
-      for (size_t op = 0; op < graph.ops.size(); ++op) {
-        for (const Operand& in : graph.ops[op].inputs) {
-          if (in.tensor != static_cast<int32_t>(t)) continue;
-          int32_t stage = out.stage_of_op[op];
-          if (first < 0) first = stage;
-          if (stage != first) {
-            diags.error(diag::tied_across_stages, graph.tensors[t].where,
-                        fmt::format("parameter {} is read on pipeline stages {} and {}; sharing a parameter "
-                                    "across stages is not supported yet",
-                                    graph.tensors[t].name, first, stage))
-                .note(graph.ops[op].where, "read here on the later stage");
-            return std::nullopt;
-          }
-        }
-      }
-    }
-  }
-
   // The schedule table.
   schedule::PipelineDims dims{out.pipeline_ranks, root.virtual_stages, out.micro_batches};
   std::optional<schedule::ScheduleTable> table;

@@ -1,0 +1,205 @@
+// Parameters in the lowering: their stored copies, the value each stage
+// computes with, gradient accumulation and synchronisation, the exchange
+// between copies of a parameter shared across pipeline stages, and the
+// optimizer step.
+#include <algorithm>
+
+#include "compiler/lowering/lowering_state.h"
+#include "ir/replica_names.h"
+
+namespace dstc::compiler {
+
+void Lowering::create_parameters() {
+  param_copies_.resize(graph.tensors.size());
+  const bool adam = spec.train.training && spec.train.optimizer == Optimizer::Adam;
+  for (int32_t t = 0; t < static_cast<int32_t>(graph.tensors.size()); ++t) {
+    const Tensor& tensor = graph.tensors[t];
+    if (tensor.kind != TensorKind::Param) continue;
+    // One copy per device set that reads it; stages of an interleaved
+    // pipeline on the same devices share theirs.
+    std::vector<ParamCopy>& copies = param_copies_[t];
+    for (int32_t stage : consumer_stages_[t]) {
+      auto same = std::find_if(copies.begin(), copies.end(),
+                               [&](const ParamCopy& c) { return c.devices == stage_devices_[stage]; });
+      if (same != copies.end()) {
+        same->stages.push_back(stage);
+        continue;
+      }
+      ParamCopy copy;
+      copy.devices = stage_devices_[stage];
+      copy.stages = {stage};
+      copy.stored = copies.empty() || spec.memory[t].sharing == ParamSharing::Replicate;
+      copies.push_back(copy);
+    }
+    for (ParamCopy& copy : copies) {
+      if (!copy.stored) continue;
+      std::string name = &copy == &copies.front() ? tensor.name : ir::replica_name(tensor.name, copy.stages.front());
+      ir::Layout layout = param_layout(t);
+      copy.value = builder().add_arg(name, ir::ArgKind::Param, local_type(t, layout, ir::DType::F32), copy.devices,
+                                     module_.intern_layout(layout));
+      if (!adam) continue;
+      ir::Layout state = optimizer_layout(t);
+      ir::TensorType type = local_type(t, state, ir::DType::F32);
+      copy.adam_m =
+          builder().add_arg(name + ".adam_m", ir::ArgKind::State, type, copy.devices, module_.intern_layout(state));
+      copy.adam_v =
+          builder().add_arg(name + ".adam_v", ir::ArgKind::State, type, copy.devices, module_.intern_layout(state));
+    }
+    for (const ParamCopy& copy : copies)
+      for (int32_t stage : copy.stages) stage_params_[stage].push_back(t);
+  }
+}
+
+Lowering::ParamCopy& Lowering::param_copy(int32_t t, int32_t stage) {
+  for (ParamCopy& copy : param_copies_[t])
+    if (copy.devices == stage_devices_[stage]) return copy;
+  return param_copies_[t].front();  // unreachable: every reading stage has a copy
+}
+
+ir::ValueId Lowering::param_value(int32_t t, const Emit& at) {
+  ParamCopy& copy = param_copy(t, at.stage);
+  if (copy.compute_value != ir::kNone) return copy.compute_value;
+  if (!copy.stored) {
+    // Transmitted: the owner sends its compute copy once per step.
+    ParamCopy& owner = param_copies_[t].front();
+    Emit from = at;
+    from.stage = owner.stages.front();
+    ir::ValueId v = param_value(t, from);
+    return copy.compute_value = transfer(v, from, at.stage, ir::Phase::Forward, graph.tensors[t].where);
+  }
+  // Under mixed precision the step computes with one low-precision copy of
+  // each parameter, made at its first use (Megatron's bf16 model weights);
+  // a gathered parameter (ZeRO-3) is gathered in that precision at each use.
+  copy.compute_value = copy.value;
+  if (spec.train.precision != ir::DType::F32)
+    copy.compute_value =
+        append(at, ir::OpKind::Cast, {copy.value},
+               {ir::AttrValue::string("dtype", ir::dtype_name(spec.train.precision))}, param_layout(t));
+  return copy.compute_value;
+}
+
+ir::ValueId Lowering::transfer(ir::ValueId v, const Emit& from, int32_t to_stage, ir::Phase phase, SourceRange where) {
+  uint32_t channel = next_channel_++;
+  ir::OpSpec send;
+  send.kind = ir::OpKind::Send;
+  send.devices = stage_devices_[from.stage];
+  send.peer = stage_devices_[to_stage];
+  send.channel = channel;
+  send.operands = std::span<const ir::ValueId>(&v, 1);
+  send.meta = {ir::Stream::Pipeline, phase, static_cast<int16_t>(from.stage), from.micro_batch, loc_of(where)};
+  builder().append(send);
+  const ir::Value& value = function_->values[v];
+  ir::TypeId type = value.type;
+  ir::LayoutId layout = value.layout;
+  ir::OpSpec recv;
+  recv.kind = ir::OpKind::Recv;
+  recv.devices = stage_devices_[to_stage];
+  recv.peer = stage_devices_[from.stage];
+  recv.channel = channel;
+  recv.meta = {ir::Stream::Pipeline, phase, static_cast<int16_t>(to_stage), from.micro_batch, loc_of(where)};
+  recv.result_types = std::span<const ir::TypeId>(&type, 1);
+  recv.result_layouts = std::span<const ir::LayoutId>(&layout, 1);
+  return builder().append_value(recv);
+}
+
+void Lowering::flush_param_grads(int32_t stage, int32_t mb) {
+  for (int32_t t : stage_params_[stage]) {
+    ir::ValueId& grad = param_copy(t, stage).grad;
+    Emit sync{stage, mb, ir::Phase::WeightGrad, ir::Stream::Grad, graph.tensors[t].where};
+    if (grad != ir::kNone) {
+      // Megatron's gradient-accumulation fusion: a low-precision gradient
+      // already in the gradient layout is added into the fp32 accumulator
+      // directly, with no cast op in between.
+      auto& pending = pending_grads_[mb];
+      auto it = pending.lower_bound({t, 0});
+      bool single = it != pending.end() && it->first.first == t &&
+                    (std::next(it) == pending.end() || std::next(it)->first.first != t);
+      if (single && module_.layout(it->first.second) == grad_layout(t)) {
+        sync.stream = ir::Stream::Compute;
+        grad = append(sync, ir::OpKind::Accumulate, {grad, it->second}, {}, grad_layout(t));
+        pending.erase(it);
+        continue;
+      }
+    }
+    ir::ValueId g = flush_grads(t, mb, grad_layout(t), ir::DType::F32, sync);
+    if (g == ir::kNone) continue;
+    if (grad == ir::kNone) {
+      grad = g;
+    } else {
+      sync.stream = ir::Stream::Compute;
+      grad = append(sync, ir::OpKind::Accumulate, {grad, g}, {}, grad_layout(t));
+    }
+  }
+}
+
+void Lowering::finish_param_grads(int32_t stage) {
+  for (int32_t t : stage_params_[stage]) {
+    ParamCopy& copy = param_copy(t, stage);
+    if (copy.grad == ir::kNone || copy.synced) continue;
+    bool all_done = std::all_of(copy.stages.begin(), copy.stages.end(),
+                                [&](int32_t s) { return weight_blocks_done_[s] == resolved.micro_batches; });
+    if (!all_done) continue;
+    Emit at{stage, -1, ir::Phase::WeightGrad, ir::Stream::Grad, graph.tensors[t].where};
+    copy.grad = box(at, copy.grad, grad_layout(t), optimizer_layout(t));
+    copy.synced = true;
+  }
+}
+
+void Lowering::sum_shared_param_grads() {
+  for (int32_t t = 0; t < static_cast<int32_t>(graph.tensors.size()); ++t) {
+    std::vector<ParamCopy>& copies = param_copies_[t];
+    if (copies.size() < 2) continue;
+    const SourceRange where = graph.tensors[t].where;
+    // What each copy holds of every copy's gradient, then the sum in copy
+    // order, so every stored copy computes the same bits.
+    std::vector<std::vector<ir::ValueId>> held(copies.size(), std::vector<ir::ValueId>(copies.size(), ir::kNone));
+    for (size_t i = 0; i < copies.size(); ++i) {
+      held[i][i] = copies[i].grad;
+      if (copies[i].grad == ir::kNone) continue;
+      Emit from{copies[i].stages.front(), -1, ir::Phase::WeightGrad, ir::Stream::Pipeline, where};
+      for (size_t j = 0; j < copies.size(); ++j)
+        if (j != i && copies[j].stored)
+          held[j][i] = transfer(copies[i].grad, from, copies[j].stages.front(), ir::Phase::WeightGrad, where);
+    }
+    for (size_t j = 0; j < copies.size(); ++j) {
+      if (!copies[j].stored) continue;
+      Emit at{copies[j].stages.front(), -1, ir::Phase::WeightGrad, ir::Stream::Compute, where};
+      ir::ValueId total = ir::kNone;
+      for (ir::ValueId g : held[j]) {
+        if (g == ir::kNone) continue;
+        total = total == ir::kNone ? g : append(at, ir::OpKind::Add, {total, g}, {}, optimizer_layout(t));
+      }
+      copies[j].grad = total;
+    }
+  }
+}
+
+void Lowering::emit_optimizer(int32_t stage) {
+  std::vector<ir::ValueId> returns;
+  for (int32_t t : stage_params_[stage]) {
+    const ParamCopy& copy = param_copy(t, stage);
+    if (!copy.stored || copy.stages.front() != stage || copy.grad == ir::kNone) continue;
+    Emit at{stage, -1, ir::Phase::Optimizer, ir::Stream::Compute, graph.tensors[t].where};
+    ir::Layout state = optimizer_layout(t);
+    ir::ValueId w = box(at, copy.value, param_layout(t), state);
+    double lr = spec.train.learning_rate;
+    ir::ValueId updated;
+    if (spec.train.optimizer == Optimizer::Adam) {
+      std::vector<ir::ValueId> operands{w, copy.grad, copy.adam_m, copy.adam_v};
+      std::vector<ir::AttrValue> attrs{ir::AttrValue::real("lr", lr)};
+      std::vector<ir::Layout> layouts{state, state, state};
+      std::vector<ir::ValueId> out = append_multi(at, ir::OpKind::Adam, operands, attrs, layouts);
+      updated = out[0];
+      returns.push_back(out[1]);
+      returns.push_back(out[2]);
+    } else {
+      updated = append(at, ir::OpKind::Sgd, {w, copy.grad}, {ir::AttrValue::real("lr", lr)}, state);
+    }
+    Emit gather = at;
+    gather.stream = ir::Stream::Grad;
+    returns.push_back(box(gather, updated, state, param_layout(t)));
+  }
+  function_->returns.insert(function_->returns.end(), returns.begin(), returns.end());
+}
+
+}  // namespace dstc::compiler

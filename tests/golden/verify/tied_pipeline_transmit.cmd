@@ -1,0 +1,1 @@
+verify tests/golden/verify/tied_pipeline.dstrat --strategy Transmit
