@@ -11,26 +11,58 @@
 namespace dstc::htae {
 namespace {
 
-// One phase of a ring over `ring`: each member sends `bytes` to the next.
-CollectivePhase ring_phase(std::span<const int64_t> ring, double bytes, int steps) {
-  CollectivePhase phase;
-  phase.steps = steps;
+// Appends to `phase` a ring over `ring`: each member sends `bytes` to the
+// next. Every transfer pays `steps` x the ring's average hop latency.
+void add_ring(const Topology& topology, CollectivePhase& phase, std::span<const int64_t> ring, double bytes,
+              int steps) {
   size_t p = ring.size();
-  for (size_t i = 0; i < p; ++i) phase.transfers.push_back({ring[i], ring[(i + 1) % p], bytes});
-  return phase;
+  double around = 0;
+  for (size_t i = 0; i < p; ++i) around += topology.route_latency(ring[i], ring[(i + 1) % p]);
+  double latency = steps * around / static_cast<double>(p);
+  for (size_t i = 0; i < p; ++i) phase.transfers.push_back({ring[i], ring[(i + 1) % p], bytes, latency});
 }
 
-// A pipelined chain from ring[root] through the ring: broadcast (or, with
-// `reverse`, reduce towards the root).
-CollectivePhase chain_phase(std::span<const int64_t> ring, size_t root, double bytes, bool reverse) {
-  CollectivePhase phase;
+// Appends a pipelined chain from ring[root] through the ring: broadcast (or,
+// with `reverse`, reduce towards the root). A chunk crosses every hop.
+void add_chain(const Topology& topology, CollectivePhase& phase, std::span<const int64_t> ring, size_t root,
+               double bytes, bool reverse) {
   size_t p = ring.size();
-  phase.steps = static_cast<int>(p - 1);
+  double path = 0;
+  for (size_t i = 0; i + 1 < p; ++i) path += topology.route_latency(ring[(root + i) % p], ring[(root + i + 1) % p]);
   for (size_t i = 0; i + 1 < p; ++i) {
     int64_t a = ring[(root + i) % p], b = ring[(root + i + 1) % p];
-    phase.transfers.push_back(reverse ? Transfer{b, a, bytes} : Transfer{a, b, bytes});
+    phase.transfers.push_back(reverse ? Transfer{b, a, bytes, path} : Transfer{a, b, bytes, path});
   }
-  return phase;
+}
+
+// The group's members by node, nodes in order of first appearance.
+std::vector<std::vector<int64_t>> by_node(const Topology& topology, std::span<const int64_t> group) {
+  std::vector<std::vector<int64_t>> nodes;
+  std::map<int64_t, size_t> index;
+  for (int64_t d : group) {
+    auto [it, inserted] = index.emplace(topology.node_of(d), nodes.size());
+    if (inserted) nodes.emplace_back();
+    nodes[it->second].push_back(d);
+  }
+  return nodes;
+}
+
+// The rings a ring collective runs on: the group itself inside one node;
+// over several nodes, one channel per member of the smallest node, channel
+// j entering each node at its j-th member (NCCL's ring search gives each
+// channel its own NIC pair, so a node's traffic spreads over its NICs).
+std::vector<std::vector<int64_t>> ring_channels(const Topology& topology, std::span<const int64_t> group) {
+  std::vector<std::vector<int64_t>> nodes = by_node(topology, group);
+  if (nodes.size() < 2) return {std::vector<int64_t>(group.begin(), group.end())};
+  size_t channels = group.size();
+  for (const auto& members : nodes) channels = std::min(channels, members.size());
+  std::vector<std::vector<int64_t>> rings(channels);
+  for (size_t j = 0; j < channels; ++j) {
+    for (const auto& members : nodes) {
+      for (size_t i = 0; i < members.size(); ++i) rings[j].push_back(members[(i + j) % members.size()]);
+    }
+  }
+  return rings;
 }
 
 int ceil_log2(size_t p) {
@@ -43,15 +75,19 @@ int ceil_log2(size_t p) {
 // (reduce) and down (broadcast), pipelined. Tree 0 is a binary heap over the
 // group order; tree 1 is the same over the group shifted by one, so most
 // ranks are leaves in one tree and inner nodes in the other.
-CollectivePhase double_tree_phase(std::span<const int64_t> group, double bytes, bool up, bool down) {
+CollectivePhase double_tree_phase(const Topology& topology, std::span<const int64_t> group, double bytes, bool up,
+                                  bool down) {
   CollectivePhase phase;
   size_t p = group.size();
   phase.steps = (up ? 1 : 0) * ceil_log2(p) + (down ? 1 : 0) * ceil_log2(p);
+  auto edge = [&](int64_t src, int64_t dst) {
+    phase.transfers.push_back({src, dst, bytes / 2, phase.steps * topology.route_latency(src, dst)});
+  };
   for (size_t shift = 0; shift < 2; ++shift) {
     for (size_t i = 1; i < p; ++i) {
       int64_t child = group[(i + shift) % p], parent = group[((i - 1) / 2 + shift) % p];
-      if (up) phase.transfers.push_back({child, parent, bytes / 2});
-      if (down) phase.transfers.push_back({parent, child, bytes / 2});
+      if (up) edge(child, parent);
+      if (down) edge(parent, child);
     }
   }
   return phase;
@@ -60,17 +96,12 @@ CollectivePhase double_tree_phase(std::span<const int64_t> group, double bytes, 
 // The group's devices by node, when every node holds the same number (> 1)
 // of them and there are several nodes; empty otherwise.
 std::vector<std::vector<int64_t>> balanced_nodes(const Topology& topology, std::span<const int64_t> group) {
-  std::map<int64_t, std::vector<int64_t>> by_node;
-  for (int64_t d : group) by_node[topology.node_of(d)].push_back(d);
-  std::vector<std::vector<int64_t>> result;
-  if (by_node.size() < 2) return result;
-  size_t per_node = by_node.begin()->second.size();
-  if (per_node < 2) return result;
-  for (auto& [node, members] : by_node) {
-    if (members.size() != per_node) return {};
-    result.push_back(std::move(members));
+  std::vector<std::vector<int64_t>> nodes = by_node(topology, group);
+  if (nodes.size() < 2 || nodes[0].size() < 2) return {};
+  for (const auto& members : nodes) {
+    if (members.size() != nodes[0].size()) return {};
   }
-  return result;
+  return nodes;
 }
 
 CollectivePlan make_plan(const Topology& topology, CollectiveKind kind, std::span<const int64_t> group, double bytes,
@@ -81,29 +112,40 @@ CollectivePlan make_plan(const Topology& topology, CollectiveKind kind, std::spa
   if (p < 2) return plan;
   int steps = static_cast<int>(ring_steps(kind, p));
   switch (algorithm) {
-    case CollectiveAlgorithm::direct:
+    case CollectiveAlgorithm::direct: {
+      CollectivePhase phase;
+      auto add = [&](int64_t a, int64_t b, double n) {
+        phase.transfers.push_back({a, b, n, topology.route_latency(a, b)});
+      };
       if (kind == CollectiveKind::send_recv) {
-        plan.phases.push_back({{{group[0], group[1], bytes}}, 1});
+        add(group[0], group[1], bytes);
       } else {
-        CollectivePhase phase;
         for (int64_t a : group) {
           for (int64_t b : group) {
-            if (a != b) phase.transfers.push_back({a, b, bytes / pd});
+            if (a != b) add(a, b, bytes / pd);
           }
         }
-        plan.phases.push_back(std::move(phase));
       }
+      plan.phases.push_back(std::move(phase));
       break;
-    case CollectiveAlgorithm::ring:
+    }
+    case CollectiveAlgorithm::ring: {
+      CollectivePhase phase;
       if (kind == CollectiveKind::broadcast || kind == CollectiveKind::reduce) {
-        plan.phases.push_back(chain_phase(group, root, bytes, kind == CollectiveKind::reduce));
+        phase.steps = static_cast<int>(p - 1);
+        add_chain(topology, phase, group, root, bytes, kind == CollectiveKind::reduce);
       } else {
-        plan.phases.push_back(ring_phase(group, bytes * bus_bandwidth_factor(kind, p), steps));
+        phase.steps = steps;
+        std::vector<std::vector<int64_t>> rings = ring_channels(topology, group);
+        double share = bytes * bus_bandwidth_factor(kind, p) / static_cast<double>(rings.size());
+        for (const auto& ring : rings) add_ring(topology, phase, ring, share, steps);
       }
+      plan.phases.push_back(std::move(phase));
       break;
+    }
     case CollectiveAlgorithm::tree:
       plan.phases.push_back(
-          double_tree_phase(group, bytes, kind != CollectiveKind::broadcast, kind != CollectiveKind::reduce));
+          double_tree_phase(topology, group, bytes, kind != CollectiveKind::broadcast, kind != CollectiveKind::reduce));
       break;
     case CollectiveAlgorithm::hierarchical: {
       // Reduce-scatter inside each node, all-reduce of each shard across
@@ -115,16 +157,12 @@ CollectivePlan make_plan(const Topology& topology, CollectiveKind kind, std::spa
       CollectivePhase intra_rs, inter, intra_ag;
       intra_rs.steps = intra_ag.steps = static_cast<int>(k - 1);
       inter.steps = static_cast<int>(2 * (n - 1));
-      for (const auto& members : nodes) {
-        CollectivePhase ring = ring_phase(members, bytes * (k - 1) / k, 1);
-        intra_rs.transfers.insert(intra_rs.transfers.end(), ring.transfers.begin(), ring.transfers.end());
-      }
+      for (const auto& members : nodes) add_ring(topology, intra_rs, members, bytes * (k - 1) / k, intra_rs.steps);
       intra_ag.transfers = intra_rs.transfers;
       for (size_t j = 0; j < nodes[0].size(); ++j) {
         std::vector<int64_t> across;
         for (const auto& members : nodes) across.push_back(members[j]);
-        CollectivePhase ring = ring_phase(across, bytes / k * 2 * (n - 1) / n, 1);
-        inter.transfers.insert(inter.transfers.end(), ring.transfers.begin(), ring.transfers.end());
+        add_ring(topology, inter, across, bytes / k * 2 * (n - 1) / n, inter.steps);
       }
       plan.phases = {std::move(intra_rs), std::move(inter), std::move(intra_ag)};
       break;
@@ -219,7 +257,7 @@ double plan_time(const Topology& topology, const CollectivePlan& plan, double ef
     double latency = 0, drain = 0;
     load.clear();
     for (const Transfer& t : phase.transfers) {
-      latency = std::max(latency, topology.route_latency(t.src, t.dst));
+      latency = std::max(latency, t.latency);
       if (!contention) {
         drain = std::max(drain, t.bytes / (topology.route_bandwidth(t.src, t.dst) * efficiency));
         continue;
@@ -229,7 +267,7 @@ double plan_time(const Topology& topology, const CollectivePlan& plan, double ef
       for (LinkId l : route) load[l] += t.bytes;
     }
     for (const auto& [l, bytes] : load) drain = std::max(drain, bytes / (topology.link(l).capacity * efficiency));
-    total += phase.steps * latency + drain;
+    total += latency + drain;
   }
   return total;
 }

@@ -7,8 +7,12 @@
 // all_to_all buffer, the broadcast message). A plan is a sequence of phases
 // run one after the other; the transfers of a phase run concurrently. A
 // pipelined algorithm is one phase whose transfers carry all their steps'
-// bytes and pay `steps` route latencies (NCCL pipelines chunks along the
-// ring or tree, so the steps overlap and only their latencies add up).
+// bytes and pay the latencies of their steps (NCCL pipelines chunks along
+// the ring or tree, so the steps overlap and only their latencies add up).
+// A ring's step latency is its hops' average: a chunk that goes round a
+// ring spanning nodes crosses the network only at the node boundaries and
+// NVLink elsewhere, as in NCCL's own model (intra steps x intra latency +
+// inter steps x inter latency).
 #pragma once
 
 #include <cstdint>
@@ -29,11 +33,12 @@ struct Transfer {
   int64_t src;
   int64_t dst;
   double bytes;
+  double latency = 0;  // seconds from its last byte leaving to its delivery
 };
 
 struct CollectivePhase {
   std::vector<Transfer> transfers;
-  int steps = 1;  // latency-bound steps: each transfer is delivered after steps x its route latency
+  int steps = 1;  // latency-bound steps the transfers' latencies account for
 };
 
 struct CollectivePlan {
@@ -42,8 +47,13 @@ struct CollectivePlan {
   std::vector<CollectivePhase> phases;
 };
 
-// The transfers of `kind` over `group` (device ids; ring order is group
-// order; `root` indexes the group for broadcast and reduce). With no
+// The transfers of `kind` over `group` (device ids; `root` indexes the
+// group for broadcast and reduce). A ring inside one node follows group
+// order. A ring over several nodes visits them in group order, each node's
+// members together, and runs as NCCL's channels do: as many rings as the
+// fewest members a node has, each carrying an equal share and entering
+// every node at a different member, so each leaves a node by a different
+// GPU (and NIC). With no
 // algorithm given, chooses as NCCL's tuner does: the candidate with the
 // smallest plan_time() (ring, double binary tree, and for all_reduce over
 // several nodes with the same number of GPUs on each, hierarchical).
@@ -51,7 +61,7 @@ CollectivePlan plan_collective(const Topology& topology, CollectiveKind kind, st
                                double bytes, std::optional<CollectiveAlgorithm> algorithm = std::nullopt,
                                size_t root = 0);
 
-// Closed-form time of a plan: per phase, steps x the largest route latency
+// Closed-form time of a plan: per phase, the largest transfer latency
 // plus, with `contention`, the most loaded link's bytes over its capacity
 // (exact when a phase's transfers all drain together, as in a ring), or
 // without it, the slowest transfer alone on its route. `efficiency` scales

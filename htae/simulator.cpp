@@ -401,8 +401,7 @@ const std::vector<GroupPlan>& Executor::plans_for(OpId rv, uint32_t component) {
     for (const CollectivePhase& phase : plan.phases) {
       std::vector<FlowSpec> flows;
       for (const Transfer& t : phase.transfers) {
-        flows.push_back(
-            {topology_.route(t.src, t.dst), t.bytes / efficiency, phase.steps * topology_.route_latency(t.src, t.dst)});
+        flows.push_back({topology_.route(t.src, t.dst), t.bytes / efficiency, t.latency});
       }
       g.push_back(std::move(flows));
     }

@@ -34,7 +34,7 @@ double simulate(const Topology& topo, const CollectivePlan& plan) {
     for (const Transfer& x : phase.transfers) {
       route.clear();
       topo.route(x.src, x.dst, route);
-      engine.start_flow(route, x.bytes, t, phase.steps * topo.route_latency(x.src, x.dst));
+      engine.start_flow(route, x.bytes, t, x.latency);
     }
     std::vector<DeliveredFlow> delivered;
     while (engine.pending_flows() > 0) engine.advance_to(engine.next_event_time(), delivered);
@@ -87,9 +87,60 @@ TEST(Collectives, AllReduceAcrossTwoNodesIsHierarchical) {
   EXPECT_NEAR(simulate(topo, plan), expected, 1e-9);
   // Alone on its route each inter-node transfer would take 1/8 of that.
   EXPECT_NEAR(plan_time(topo, plan, 1.0, /*contention=*/false), 2 * intra + 2 * 7e-6 + kGiB / 8 / 25e9, 1e-12);
-  // The flat ring crosses each NIC with 2 x 15/16 GiB: slower.
+  // The flat ring runs as 8 channels, but all leave a node through its one
+  // NIC, which carries 2 x 15/16 GiB: slower. Each channel's ring has 14
+  // NVSwitch hops (2 us) and 2 network hops (7 us); 30 steps pay 30/16 of
+  // that sum.
   CollectivePlan ring = plan_collective(topo, CollectiveKind::all_reduce, group, kGiB, CollectiveAlgorithm::ring);
-  EXPECT_NEAR(plan_time(topo, ring), 30 * 7e-6 + 2 * 15.0 / 16 * kGiB / 25e9, 1e-12);
+  EXPECT_EQ(ring.phases[0].transfers.size(), 8u * 16);
+  EXPECT_NEAR(plan_time(topo, ring), 30 * (14 * 2e-6 + 2 * 7e-6) / 16 + 2 * 15.0 / 16 * kGiB / 25e9, 1e-12);
+}
+
+// ZeRO-3's parameter all-gather over 4 DGX A100 nodes (8 NICs of 25 GB/s
+// each): 8 channels, channel j entering each node at its GPU j, so each
+// NIC carries one channel's share, 31/32 x 1 GiB / 8 (the GPUs' NVSwitch
+// ports carry 7 shares at 300 GB/s: less). A chunk goes round 31 of the
+// ring's 32 hops: 28 NVSwitch hops of 2 us and 4 network hops of 7 us.
+TEST(Collectives, RingAcrossNodesSpreadsItsChannelsOverTheNics) {
+  Topology topo = preset_topology("dgx-a100.toml", {.nodes = 4});
+  std::vector<int64_t> group = iota(32);
+  CollectivePlan plan = plan_collective(topo, CollectiveKind::all_gather, group, kGiB);
+  EXPECT_EQ(plan.algorithm, CollectiveAlgorithm::ring);
+  ASSERT_EQ(plan.phases.size(), 1u);
+  ASSERT_EQ(plan.phases[0].transfers.size(), 8u * 32);
+  double share = 31.0 / 32 * kGiB / 8;
+  EXPECT_DOUBLE_EQ(plan.phases[0].transfers[0].bytes, share);
+  double latency = 31 * (28 * 2e-6 + 4 * 7e-6) / 32;
+  EXPECT_NEAR(plan.phases[0].transfers[0].latency, latency, 1e-15);
+  double expected = latency + share / 25e9;  // 5.28 ms, against 41.8 ms through one NIC
+  EXPECT_NEAR(plan_time(topo, plan), expected, 1e-12);
+  EXPECT_NEAR(simulate(topo, plan), expected, 1e-9);
+  // Every GPU leaves its node in exactly one channel.
+  std::vector<int> leaves(32, 0);
+  for (const Transfer& t : plan.phases[0].transfers) {
+    if (topo.node_of(t.src) != topo.node_of(t.dst)) ++leaves[static_cast<size_t>(t.src)];
+  }
+  for (int n : leaves) EXPECT_EQ(n, 1);
+}
+
+// A group whose members alternate between nodes is visited node by node:
+// {0, 8, 1, 9} runs as two channels 0 1 8 9 and 1 0 9 8, crossing the
+// network twice each instead of four times.
+TEST(Collectives, RingVisitsEachNodesMembersTogether) {
+  Topology topo = preset_topology("dgx-a100.toml", {.nodes = 2});
+  std::vector<int64_t> group = {0, 8, 1, 9};
+  CollectivePlan plan = plan_collective(topo, CollectiveKind::reduce_scatter, group, 4000);
+  ASSERT_EQ(plan.phases[0].transfers.size(), 8u);
+  int crossings = 0;
+  for (const Transfer& t : plan.phases[0].transfers) {
+    EXPECT_DOUBLE_EQ(t.bytes, 4000 * 3.0 / 4 / 2);
+    crossings += topo.node_of(t.src) != topo.node_of(t.dst) ? 1 : 0;
+  }
+  EXPECT_EQ(crossings, 4);
+  EXPECT_EQ(plan.phases[0].transfers[1].src, 1);
+  EXPECT_EQ(plan.phases[0].transfers[1].dst, 8);
+  EXPECT_EQ(plan.phases[0].transfers[5].src, 0);
+  EXPECT_EQ(plan.phases[0].transfers[5].dst, 9);
 }
 
 TEST(Collectives, SmallAllReduceAcrossManyNodesUsesTheTree) {
