@@ -1,5 +1,6 @@
 #include "backends/reference/verify.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <ostream>
@@ -9,8 +10,8 @@
 #include "backends/reference/argument_values.h"
 #include "backends/reference/verify_diagnostics.h"
 #include "ir/printer.h"
-#include "ir/replica_names.h"
 #include "ir/registry.h"
+#include "ir/replica_names.h"
 
 namespace dstc::reference {
 
@@ -68,9 +69,9 @@ Catalog catalog(const ir::Module& m, const ir::Function& f) {
       c.losses.push_back(r);
       continue;
     }
-    std::string what = s.result == 0 ? param_of(*s.optimizer)
-                                     : ir::logical_name(m.value_name(
-                                           f, f.operands(*s.optimizer)[static_cast<size_t>(s.result) + 1]));
+    std::string what =
+        s.result == 0 ? param_of(*s.optimizer)
+                      : ir::logical_name(m.value_name(f, f.operands(*s.optimizer)[static_cast<size_t>(s.result) + 1]));
     c.tensors.emplace_back("updated " + what, r);
   }
   return c;
@@ -140,6 +141,12 @@ double default_tolerance(Arithmetic a) {
     case Arithmetic::Native: return 5e-2;
   }
   return 1e-4;
+}
+
+int32_t reference_micro_batches(const compiler::LogicalGraph& graph, int32_t strategy_micro_batches) {
+  bool batch_norm = std::any_of(graph.ops.begin(), graph.ops.end(),
+                                [](const compiler::LogicalOp& op) { return op.type == compiler::OpType::BatchNorm; });
+  return batch_norm ? strategy_micro_batches : 1;
 }
 
 VerifyResult compare_programs(const compiler::LogicalGraph& graph, const ir::Module& distributed,

@@ -68,6 +68,14 @@ struct VerifyResult {
   double seconds = 0, reference_seconds = 0;
 };
 
+// How many micro-batches the single-device reference of a strategy that
+// runs `strategy_micro_batches` must run to compute the same function: the
+// strategy's count when the model has a batch norm (its statistics are taken
+// per micro-batch, so over the whole batch it would be another function),
+// else 1 (the whole batch, which also checks that the strategy's
+// micro-batches add up to it).
+int32_t reference_micro_batches(const compiler::LogicalGraph& graph, int32_t strategy_micro_batches);
+
 // `graph` names the data inputs (their batch axes and integer ranges); both
 // programs must come from it. Their function is "train_step".
 VerifyResult compare_programs(const compiler::LogicalGraph& graph, const ir::Module& distributed,

@@ -40,6 +40,13 @@ int run_verify(CommandContext& ctx, const VerifyOptions& o) {
   if (!distributed || !single) return finish(kExitInputErrors);
   auto compiled = compiler::compile_strategy(distributed->graph, distributed->spec, sources, diags);
   if (!compiled) return finish(kExitInputErrors);
+  const int32_t reference_micro_batches =
+      reference::reference_micro_batches(single->graph, compiled->resolved.micro_batches);
+  if (reference_micro_batches > 1) {
+    compiler::ScheduleConfig root;
+    root.micro_batches = reference_micro_batches;
+    single->spec.schedule[0] = root;
+  }
   auto reference = compiler::compile_strategy(single->graph, single->spec, sources, diags);
   if (!reference || !ir::verify_module(compiled->module, diags) || !ir::verify_module(reference->module, diags)) {
     ctx.err << "dstc: internal error: the compiler could not produce verified IR for the strategy and its "
@@ -56,6 +63,11 @@ int run_verify(CommandContext& ctx, const VerifyOptions& o) {
   ctx.out << fmt::format("{}: {} devices, {} ops; single device: {} ops; {} arithmetic, seed {}\n", strategy.name,
                          result.devices, compiled->module.functions.front().ops.size(),
                          reference->module.functions.front().ops.size(), o.arithmetic, o.seed);
+  if (reference_micro_batches > 1)
+    ctx.out << fmt::format(
+        "reference: 1 device, {} micro-batches as in the strategy (batch norm normalises per "
+        "micro-batch)\n",
+        reference_micro_batches);
   reference::print_verify_result(ctx.out, result);
   if (result.reference_problem) {
     ctx.err << "dstc: internal error: the single-device program failed to run\n";

@@ -94,3 +94,84 @@ TEST(Verify, PipelinedMlpMatches) {
 
 }  // namespace
 }  // namespace dstc::reference
+
+namespace dstc::reference {
+namespace {
+
+using compiler::OpType;
+using compiler::TensorKind;
+using compiler::testing::ModelBuilder;
+
+// x[b, c, h] -> a linear over c -> batch norm over its output channels ->
+// ReLU -> a classifier over (o, h) -> cross-entropy.
+LogicalGraph make_batchnorm_model(int64_t batch) {
+  ModelBuilder m;
+  int32_t x = m.input("x", {{"b", batch}, {"c", 4}, {"h", 6}});
+  int32_t labels = m.input("labels", {{"b", batch}}, ir::DType::I32, TensorKind::Label);
+  m.graph.tensors[x].batch_axis = 0;
+  m.graph.tensors[labels].batch_axis = 0;
+  int32_t fc = m.node(0, "fc", "Linear");
+  int32_t w = m.param(fc, "weight", {{"o", 8}, {"c", 4}});
+  int32_t y = m.op(fc, OpType::Einsum, {{x, {"b", "c", "h"}}, {w, {"o", "c"}}}, {"b", "o", "h"});
+  int32_t bn = m.node(0, "bn", "BatchNorm");
+  int32_t gamma = m.param(bn, "gamma", {{"o", 8}}), beta = m.param(bn, "beta", {{"o", 8}});
+  int32_t z = m.op(bn, OpType::BatchNorm, {{y, {"b", "o", "h"}}, {gamma, {"o"}}, {beta, {"o"}}}, {"b", "o", "h"});
+  int32_t act = m.node(0, "act", "ReLU");
+  int32_t r = m.op(act, OpType::Relu, {{z, {"b", "o", "h"}}}, {"b", "o", "h"});
+  int32_t head = m.node(0, "head", "Linear");
+  int32_t wh = m.param(head, "weight", {{"k", 5}, {"o", 8}, {"h", 6}});
+  int32_t logits = m.op(head, OpType::Einsum, {{r, {"b", "o", "h"}}, {wh, {"k", "o", "h"}}}, {"b", "k"});
+  int32_t loss = m.node(0, "loss", "CrossEntropy");
+  m.graph.loss = m.op(loss, OpType::CrossEntropy, {{logits, {"b", "k"}}, {labels, {"b"}}}, {});
+  m.graph.infer_batch_axes();
+  return std::move(m.graph);
+}
+
+// The single-device program of `g` with the batch in `micro` micro-batches.
+std::optional<ir::Module> single_device(const LogicalGraph& g, int64_t batch, int32_t micro) {
+  return compile(g, make_spec(g, {{"d", 1}}, batch, micro));
+}
+
+TEST(Verify, ReferenceRunsInMicroBatchesOnlyWithBatchNorm) {
+  EXPECT_EQ(reference_micro_batches(make_mlp(2, 8, 16, 4).graph, 4), 1);
+  EXPECT_EQ(reference_micro_batches(make_gpt(1, 4, 8, 16, 4, 32).graph, 2), 1);
+  EXPECT_EQ(reference_micro_batches(make_batchnorm_model(8), 4), 4);
+  EXPECT_EQ(reference_micro_batches(make_batchnorm_model(8), 1), 1);
+}
+
+// Without batch norm the model's function does not depend on how the batch
+// is cut: the single-device program in 4 micro-batches (gradients
+// accumulated) matches the whole batch, so either is a valid reference.
+TEST(Verify, MicroBatchedReferenceMatchesWholeBatchWithoutBatchNorm) {
+  auto mlp = make_mlp(3, 16, 16, 4);
+  auto gpt = make_gpt(2, 8, 8, 16, 4, 32);
+  for (const LogicalGraph* g : {&mlp.graph, &gpt.graph}) {
+    int64_t batch = g == &mlp.graph ? 16 : 8;
+    std::optional<ir::Module> micro = single_device(*g, batch, 4), whole = single_device(*g, batch, 1);
+    ASSERT_TRUE(micro && whole);
+    VerifyResult r = compare_programs(*g, *micro, *whole, {.arithmetic = Arithmetic::F64});
+    EXPECT_TRUE(r.passed) << report(r);
+    EXPECT_LT(r.worst_error, 1e-12) << report(r);
+    EXPECT_GT(r.tensors_compared, 5u);
+  }
+}
+
+// With batch norm the statistics are per micro-batch: the whole-batch
+// program is another function, and a strategy in 4 micro-batches matches
+// only the reference in 4 micro-batches.
+TEST(Verify, BatchNormUnderMicroBatchingMatchesTheMicroBatchedReference) {
+  LogicalGraph g = make_batchnorm_model(16);
+  StrategySpec spec = make_spec(g, {{"dp", 2}}, 16, 4);
+  set_default(spec, 0, S("b"));
+  std::optional<ir::Module> dist = compile(g, spec), micro = single_device(g, 16, 4), whole = single_device(g, 16, 1);
+  ASSERT_TRUE(dist && micro && whole);
+  VerifyResult against_micro = compare_programs(g, *dist, *micro, {});
+  EXPECT_TRUE(against_micro.passed) << report(against_micro);
+  VerifyResult against_whole = compare_programs(g, *dist, *whole, {});
+  EXPECT_FALSE(against_whole.passed);
+  ASSERT_TRUE(against_whole.difference.has_value()) << report(against_whole);
+  EXPECT_EQ(against_whole.difference->tensor, "loss");
+}
+
+}  // namespace
+}  // namespace dstc::reference

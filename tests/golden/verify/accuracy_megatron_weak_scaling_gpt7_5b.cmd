@@ -1,0 +1,1 @@
+verify examples/accuracy/megatron_weak_scaling.dstrat --strategy GPT7_5B -D layers=4 -D hidden=16 -D heads=4 -D seq=8 -D vocab=64 -D batch=16 -D dp=2 -D tp=2 -D pp=2 -D micro=4

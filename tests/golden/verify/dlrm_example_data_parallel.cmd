@@ -1,1 +1,0 @@
-verify examples/dlrm.dstrat --strategy DLRMDataParallel -D rows=64 -D dim=8 -D tables=3

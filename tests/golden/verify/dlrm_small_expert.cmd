@@ -1,1 +1,0 @@
-verify tests/golden/verify/dlrm_small.dstrat --strategy DLRMSmallExpert

@@ -1,0 +1,1 @@
+verify examples/gpt2_3d_1f1b.dstrat -D layers=2 -D hidden=16 -D heads=4 -D seq=8 -D vocab=64

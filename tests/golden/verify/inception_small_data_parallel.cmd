@@ -1,1 +1,0 @@
-verify tests/golden/verify/inception_small.dstrat --strategy InceptionSmallDataParallel

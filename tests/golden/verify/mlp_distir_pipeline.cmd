@@ -1,0 +1,1 @@
+verify examples/mlp_distir_pipeline.dstrat -D hidden=64

@@ -1,0 +1,1 @@
+verify examples/mlp_dtp.dstrat -D hidden=16

@@ -1,1 +1,0 @@
-verify examples/mlp_distir_pipeline.dstrat -D hidden=64 -D batch=16

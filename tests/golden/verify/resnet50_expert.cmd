@@ -1,0 +1,1 @@
+verify examples/resnet50.dstrat --strategy ResNet50Expert -D batch=16 -D image=32 -D width=2 -D classes=8 --arithmetic f64

@@ -1,1 +1,0 @@
-verify tests/golden/verify/resnet_small.dstrat --strategy ResNetSmallDataParallel

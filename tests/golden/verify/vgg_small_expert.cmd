@@ -1,1 +1,0 @@
-verify tests/golden/verify/vgg_small.dstrat --strategy VGGSmallExpert
