@@ -1,7 +1,9 @@
 #include "compiler/frontend/elaborate_strategy.h"
 
 #include <algorithm>
+#include <array>
 #include <deque>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -113,6 +115,7 @@ class StrategyElaborator {
     for (const FlatStmt& f : flat_) apply(f);
     if (diags_.error_count() > errors) return std::nullopt;
     finish_compute();
+    finish_memory();
     finish_pipeline();
     if (diags_.error_count() > errors) return std::nullopt;
     return std::move(out_);
@@ -830,8 +833,34 @@ class StrategyElaborator {
           x.dim_index = static_cast<int>(it - tensor.dims.begin());
         }
       }
-      if (!divisible(resolved, tensor.dims, s.range, tensor.name)) return;
-      out_.memory.push_back({t, roles, std::move(resolved), sel_text, s.range});
+      memory_candidates_.push_back({{t, roles, std::move(resolved), sel_text, s.range}, params.size()});
+    }
+  }
+
+  // Where several memory configs set one role of a parameter, the most
+  // specific wins: the one whose selector matches the fewest parameters
+  // (`embed.table` over `**`), the later among equals. Only the winners
+  // must split their parameters evenly.
+  void finish_memory() {
+    constexpr std::array<uint8_t, 3> kRoles = {kRoleParam, kRoleGrad, kRoleOptimizer};
+    std::map<std::pair<TensorId, uint8_t>, size_t> winner;
+    for (size_t i = 0; i < memory_candidates_.size(); ++i) {
+      const MemoryCandidate& c = memory_candidates_[i];
+      for (uint8_t role : kRoles) {
+        if (!(c.config.roles & role)) continue;
+        auto [it, inserted] = winner.emplace(std::pair{c.config.tensor, role}, i);
+        if (!inserted && c.matched <= memory_candidates_[it->second].matched) it->second = i;
+      }
+    }
+    std::map<std::pair<TensorId, size_t>, uint8_t> roles_won;
+    for (const auto& [key, i] : winner) roles_won[{key.first, i}] |= key.second;
+    for (const auto& [key, roles] : roles_won) {
+      MemoryConfig config = memory_candidates_[key.second].config;
+      config.roles = roles;
+      if (!divisible(config.sbp, out_.model->tensors[config.tensor].dims, config.range,
+                     out_.model->tensors[config.tensor].name))
+        return;
+      out_.memory.push_back(std::move(config));
     }
   }
 
@@ -879,6 +908,12 @@ class StrategyElaborator {
   std::vector<FlatStmt> flat_;
   std::vector<std::vector<NodeSegment>> paths_;
   std::map<NodeId, size_t> explicit_;
+  // A memory config for one parameter, and how many parameters its selector matched.
+  struct MemoryCandidate {
+    MemoryConfig config;
+    size_t matched = 0;
+  };
+  std::vector<MemoryCandidate> memory_candidates_;
   SourceRange batch_range_;
   const std::vector<AxisSbp>* default_written_ = nullptr;
 };
