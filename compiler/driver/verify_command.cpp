@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "backends/reference/verify.h"
+#include "backends/reference/verify_diagnostics.h"
 #include "compiler/bridge/bridge.h"
 #include "compiler/compile_strategy.h"
 #include "compiler/driver/cli.h"
@@ -35,6 +36,13 @@ int run_verify(CommandContext& ctx, const VerifyOptions& o) {
   std::optional<LoadedStrategy> loaded = load_strategy(o.request, sources, diags);
   if (!loaded) return finish(kExitInputErrors);
   const frontend::Strategy& strategy = loaded->strategy->strategy;
+  if (!strategy.run.training) {
+    diags.error(reference::diag::kVerifyInference, strategy.run.range,
+                fmt::format("{} is an inference strategy; dstc verify compares one training step (loss, gradients, "
+                            "updated weights) with the single-device model",
+                            strategy.name));
+    return finish(kExitInputErrors);
+  }
   auto distributed = compiler::bridge_strategy(strategy, diags);
   auto single = compiler::bridge_single_device(strategy, diags);
   if (!distributed || !single) return finish(kExitInputErrors);

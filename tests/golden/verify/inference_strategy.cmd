@@ -1,0 +1,1 @@
+verify examples/search_gpt2_inference.dstrat --strategy GPT2Inference
