@@ -175,7 +175,8 @@ class Executor {
   std::vector<uint32_t> slot_begin_;
   std::vector<uint8_t> ready_;
   std::vector<uint32_t> uses_;
-  std::vector<uint8_t> keep_;  // arguments and returned values live to the end
+  std::vector<uint8_t> keep_;      // arguments and returned values live to the end
+  std::vector<uint8_t> in_place_;  // optimizer results held in their argument's memory
 
   // Per op.
   std::vector<double> duration_;       // compute ops: seconds at full speed
@@ -221,12 +222,34 @@ void Executor::prepare() {
   uses_.assign(slots, 0);
   keep_.assign(f_.values.size(), 0);
   for (ValueId v : f_.returns) keep_[v] = 1;
+  std::vector<uint8_t> is_arg(f_.values.size(), 0);
   for (const ir::Arg& a : f_.args) {
     keep_[a.value] = 1;
+    is_arg[a.value] = 1;
     auto bytes = m_.value_type(f_, a.value).bytes();
     for (uint32_t c : classes_.in_set(f_.values[a.value].devices)) {
       ready_[slot(a.value, c)] = 1;
       memory_.alloc(c, bytes, 0);
+    }
+  }
+  // An optimizer updates the parameters and states it is given in place
+  // (torch.optim, Megatron's optimizer): each result takes the memory of
+  // the first argument operand of its type not yet taken.
+  in_place_.assign(f_.values.size(), 0);
+  for (const ir::Op& op : f_.ops) {
+    if (ir::op_info(op.kind).category != ir::OpCategory::Optimizer) continue;
+    std::span<const ValueId> operands = f_.operands(op);
+    std::vector<uint8_t> taken(operands.size(), 0);
+    for (uint16_t r = 0; r < op.result_count; ++r) {
+      ValueId v = op.first_result + r;
+      for (size_t i = 0; i < operands.size(); ++i) {
+        if (taken[i] || !is_arg[operands[i]] || f_.values[operands[i]].devices != f_.values[v].devices ||
+            !(m_.value_type(f_, operands[i]) == m_.value_type(f_, v)))
+          continue;
+        taken[i] = 1;
+        in_place_[v] = 1;
+        break;
+      }
     }
   }
   // Queues, uses, costs, rendezvous layouts.
@@ -489,12 +512,12 @@ void Executor::finish_instance(uint32_t id) {
 void Executor::alloc_results(uint32_t c, const ir::Op& op) {
   for (uint16_t r = 0; r < op.result_count; ++r) {
     ValueId v = op.first_result + r;
-    if (slot(v, c) != kNone) memory_.alloc(c, m_.value_type(f_, v).bytes(), now_);
+    if (slot(v, c) != kNone && !in_place_[v]) memory_.alloc(c, m_.value_type(f_, v).bytes(), now_);
   }
 }
 
 void Executor::release(ValueId v, uint32_t c) {
-  if (!keep_[v]) memory_.free(c, m_.value_type(f_, v).bytes(), now_);
+  if (!keep_[v] && !in_place_[v]) memory_.free(c, m_.value_type(f_, v).bytes(), now_);
 }
 
 void Executor::finish_op(uint32_t c, uint8_t q, OpId id, double start) {
