@@ -246,16 +246,11 @@ OpId Builder::append(const OpSpec& spec) {
   size_t result_count = spec.result_types.size();
   if (spec.result_types.empty()) {
     if (info.infer == nullptr) throw IrBuildError(fmt::format("{} needs its result types given", info.name));
-    TensorType operand_types[16];
-    std::vector<TensorType> many;
-    std::span<const TensorType> operand_span;
-    if (spec.operands.size() <= 16) {
-      for (size_t i = 0; i < spec.operands.size(); ++i) operand_types[i] = module_.value_type(f, spec.operands[i]);
-      operand_span = {operand_types, spec.operands.size()};
-    } else {
-      for (ValueId v : spec.operands) many.push_back(module_.value_type(f, v));
-      operand_span = many;
-    }
+    // Scratch reused across appends: a fresh array of TensorTypes per op
+    // was a measurable share of lowering.
+    operand_types_.clear();
+    for (ValueId v : spec.operands) operand_types_.push_back(module_.value_type(f, v));
+    std::span<const TensorType> operand_span = operand_types_;
     AttrReader reader(spec.kind, f.attrs(op), f.int_pool, module_);
     scratch_types_.clear();
     std::string error;

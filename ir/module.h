@@ -256,7 +256,7 @@ class Builder {
  private:
   Module& module_;
   Function& function_;
-  std::vector<TensorType> scratch_types_;
+  std::vector<TensorType> scratch_types_, operand_types_;
 };
 
 }  // namespace dstc::ir

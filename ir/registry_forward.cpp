@@ -1,7 +1,7 @@
 // Forward compute ops: signatures, shape rules, costs.
 #include <algorithm>
+#include <array>
 #include <cmath>
-#include <map>
 
 #include <fmt/ranges.h>
 
@@ -41,48 +41,62 @@ OpCost matmul_cost(const OpContext& ctx, Results results) {
   return {2.0 * static_cast<double>(results[0].numel()) * static_cast<double>(k), traffic(ctx, results)};
 }
 
-// An einsum spec "ab,bc->ac": terms of single-letter dims per operand.
+// An einsum spec "ab,bc->ac": terms of single-letter dims per operand, as
+// views into the interned attribute. Fixed-size storage: lowering and the
+// simulator read a spec for every einsum they build or price.
 struct EinsumSpec {
-  std::vector<std::string> inputs;
-  std::string output;
+  static constexpr size_t kMaxOperands = 8;
+  std::array<std::string_view, kMaxOperands> inputs;
+  size_t input_count = 0;
+  std::string_view output;
 };
+
+// Sizes of the spec's letters; -1: not seen.
+using EinsumSizes = std::array<int64_t, 128>;
 
 bool parse_einsum(std::string_view spec, size_t operands, EinsumSpec& parsed, std::string& error) {
   size_t arrow = spec.find("->");
   if (arrow == std::string_view::npos) return fail(error, "einsum spec \"{}\" has no \"->\"", spec);
   std::string_view lhs = spec.substr(0, arrow);
-  parsed.output = std::string(spec.substr(arrow + 2));
+  parsed.output = spec.substr(arrow + 2);
   size_t start = 0;
+  size_t terms = 0;
   while (true) {
     size_t comma = lhs.find(',', start);
-    parsed.inputs.emplace_back(lhs.substr(start, comma == std::string_view::npos ? lhs.npos : comma - start));
+    if (terms < EinsumSpec::kMaxOperands)
+      parsed.inputs[terms] = lhs.substr(start, comma == std::string_view::npos ? lhs.npos : comma - start);
+    ++terms;
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
-  if (parsed.inputs.size() != operands)
-    return fail(error, "einsum spec \"{}\" names {} operands, the op has {}", spec, parsed.inputs.size(), operands);
-  auto letters_ok = [](const std::string& t) {
+  if (terms != operands)
+    return fail(error, "einsum spec \"{}\" names {} operands, the op has {}", spec, terms, operands);
+  if (terms > EinsumSpec::kMaxOperands)
+    return fail(error, "einsum spec \"{}\" has more than {} operands", spec, EinsumSpec::kMaxOperands);
+  parsed.input_count = terms;
+  auto letters_ok = [](std::string_view t) {
     return std::all_of(t.begin(), t.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
   };
-  for (const std::string& t : parsed.inputs) {
-    if (!letters_ok(t)) return fail(error, "einsum spec \"{}\": dimensions are single letters", spec);
+  for (size_t i = 0; i < terms; ++i) {
+    if (!letters_ok(parsed.inputs[i])) return fail(error, "einsum spec \"{}\": dimensions are single letters", spec);
   }
   if (!letters_ok(parsed.output)) return fail(error, "einsum spec \"{}\": dimensions are single letters", spec);
   return true;
 }
 
-bool einsum_sizes(const OpContext& ctx, EinsumSpec& spec, std::map<char, int64_t>& sizes, std::string& error) {
+bool einsum_sizes(const OpContext& ctx, EinsumSpec& spec, EinsumSizes& sizes, std::string& error) {
   if (!parse_einsum(ctx.attrs.string("spec"), ctx.operands.size(), spec, error)) return false;
-  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+  sizes.fill(-1);
+  for (size_t i = 0; i < spec.input_count; ++i) {
     const TensorType& t = ctx.operands[i];
-    if (spec.inputs[i].size() != t.rank)
-      return fail(error, "einsum term \"{}\" has {} dimensions, operand {} is {}", spec.inputs[i],
-                  spec.inputs[i].size(), i + 1, str(t));
-    for (size_t d = 0; d < spec.inputs[i].size(); ++d) {
-      auto [it, inserted] = sizes.emplace(spec.inputs[i][d], t.dims[d]);
-      if (!inserted && it->second != t.dims[d])
-        return fail(error, "einsum dimension '{}' is {} in one operand and {} in another", it->first, it->second,
-                    t.dims[d]);
+    std::string_view term = spec.inputs[i];
+    if (term.size() != t.rank)
+      return fail(error, "einsum term \"{}\" has {} dimensions, operand {} is {}", term, term.size(), i + 1, str(t));
+    for (size_t d = 0; d < term.size(); ++d) {
+      int64_t& size = sizes[static_cast<unsigned char>(term[d])];
+      if (size >= 0 && size != t.dims[d])
+        return fail(error, "einsum dimension '{}' is {} in one operand and {} in another", term[d], size, t.dims[d]);
+      size = t.dims[d];
     }
   }
   return true;
@@ -90,7 +104,7 @@ bool einsum_sizes(const OpContext& ctx, EinsumSpec& spec, std::map<char, int64_t
 
 bool einsum_shape(const OpContext& ctx, Types& out, std::string& error) {
   EinsumSpec spec;
-  std::map<char, int64_t> sizes;
+  EinsumSizes sizes;
   if (!einsum_sizes(ctx, spec, sizes, error)) return false;
   if (ctx.operands.size() == 2 && ctx.operands[0].dtype != ctx.operands[1].dtype)
     return fail(error, "einsum operands differ in dtype: {} and {}", str(ctx.operands[0]), str(ctx.operands[1]));
@@ -99,9 +113,9 @@ bool einsum_shape(const OpContext& ctx, Types& out, std::string& error) {
   r.dtype = ctx.operands[0].dtype;
   r.rank = static_cast<uint8_t>(spec.output.size());
   for (size_t d = 0; d < spec.output.size(); ++d) {
-    auto it = sizes.find(spec.output[d]);
-    if (it == sizes.end()) return fail(error, "einsum output dimension '{}' is in no operand", spec.output[d]);
-    r.dims[d] = it->second;
+    int64_t size = sizes[static_cast<unsigned char>(spec.output[d])];
+    if (size < 0) return fail(error, "einsum output dimension '{}' is in no operand", spec.output[d]);
+    r.dims[d] = size;
   }
   out.push_back(r);
   return true;
@@ -111,11 +125,18 @@ bool einsum_shape(const OpContext& ctx, Types& out, std::string& error) {
 // multiply and an add per point.
 OpCost einsum_cost(const OpContext& ctx, Results results) {
   EinsumSpec spec;
-  std::map<char, int64_t> sizes;
+  EinsumSizes sizes;
   std::string error;
   if (!einsum_sizes(ctx, spec, sizes, error)) return {0, traffic(ctx, results)};
   double points = 1;
-  for (const auto& [letter, size] : sizes) points *= static_cast<double>(size);
+  for (size_t i = 0; i < spec.input_count; ++i)
+    for (size_t d = 0; d < spec.inputs[i].size(); ++d) {
+      // Each distinct letter once: its first occurrence.
+      char letter = spec.inputs[i][d];
+      bool first = spec.inputs[i].find(letter) == d;
+      for (size_t j = 0; j < i && first; ++j) first = spec.inputs[j].find(letter) == std::string_view::npos;
+      if (first) points *= static_cast<double>(sizes[static_cast<unsigned char>(letter)]);
+    }
   return {(ctx.operands.size() == 2 ? 2.0 : 1.0) * points, traffic(ctx, results)};
 }
 
