@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/container/static_vector.hpp>
+
 namespace dstc::ir {
 
 using Rank = int32_t;
@@ -89,7 +91,9 @@ struct Sbp {
   friend bool operator==(const Sbp&, const Sbp&) = default;
 };
 
-// A layout: one Sbp per mesh axis, in mesh axis order.
-using Layout = std::vector<Sbp>;
+// A layout: one Sbp per mesh axis, in mesh axis order. Inline storage: the
+// compiler builds layouts for every op it lowers, and a heap vector each
+// time was a large share of lowering.
+using Layout = boost::container::static_vector<Sbp, kMaxMeshAxes>;
 
 }  // namespace dstc::ir

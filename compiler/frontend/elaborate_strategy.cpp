@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "compiler/frontend/frontend_diagnostics.h"
+#include "ir/mesh.h"
 
 namespace dstc::frontend {
 namespace {
@@ -325,6 +326,11 @@ class StrategyElaborator {
       if (out_.axis_index(a.name) >= 0) {
         diags_.error(diag::kBadMesh, a.name_range, fmt::format("mesh axis {} is declared twice", a.name));
         continue;
+      }
+      if (out_.mesh.size() == static_cast<size_t>(ir::kMaxMeshAxes)) {
+        diags_.error(diag::kBadMesh, a.name_range,
+                     fmt::format("mesh axis {} is one too many: a mesh has at most {} axes", a.name, ir::kMaxMeshAxes));
+        return;
       }
       if (__builtin_mul_overflow(devices, *size, &devices)) {
         diags_.error(diag::kIntegerOverflow, a.size->range, "the mesh's device count overflows");
