@@ -87,6 +87,26 @@ int64_t batchnorm_count(const Lowering& l, int32_t op) {
 
 }  // namespace
 
+const Lowering::EinsumSpecs& Lowering::einsum_specs(int32_t op) {
+  if (einsum_specs_.empty()) einsum_specs_.resize(graph.ops.size());
+  EinsumSpecs& specs = einsum_specs_[op];
+  if (!specs.forward.empty()) return specs;
+  const LogicalOp& lop = graph.ops[op];
+  EinsumLetters letters{graph.op_dims(lop)};
+  std::string z = letters.term(lop.output_dims);
+  if (lop.inputs.size() == 1) {
+    std::string x = letters.term(lop.inputs[0].dims);
+    specs.forward = x + "->" + z;
+    specs.grads[0] = z + "->" + x;
+    return specs;
+  }
+  std::string x = letters.term(lop.inputs[0].dims), w = letters.term(lop.inputs[1].dims);
+  specs.forward = x + "," + w + "->" + z;
+  specs.grads[0] = z + "," + w + "->" + x;
+  specs.grads[1] = x + "," + z + "->" + w;
+  return specs;
+}
+
 ir::ValueId Lowering::emit_forward_op(const Emit& at, int32_t op, const std::vector<ir::ValueId>& in) {
   const LogicalOp& lop = graph.ops[op];
   ir::Layout out = output_layout(op);
@@ -94,10 +114,7 @@ ir::ValueId Lowering::emit_forward_op(const Emit& at, int32_t op, const std::vec
   using ir::OpKind;
   switch (lop.type) {
     case OpType::Einsum: {
-      EinsumLetters letters{graph.op_dims(lop)};
-      std::string spec_text;
-      for (size_t i = 0; i < lop.inputs.size(); ++i) spec_text += (i ? "," : "") + letters.term(lop.inputs[i].dims);
-      spec_text += "->" + letters.term(lop.output_dims);
+      const std::string& spec_text = einsum_specs(op).forward;
       if (in.size() == 1) return append(at, OpKind::Einsum, {in[0]}, {AttrValue::string("spec", spec_text)}, out);
       return append(at, OpKind::Einsum, {in[0], in[1]}, {AttrValue::string("spec", spec_text)}, out);
     }
@@ -246,22 +263,19 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
 
   switch (lop.type) {
     case OpType::Einsum: {
-      EinsumLetters letters{graph.op_dims(lop)};
-      std::string z = letters.term(lop.output_dims);
+      const EinsumSpecs& specs = einsum_specs(op);
       if (lop.inputs.size() == 1) {
-        if (wanted(0)) {
-          std::string spec_text = z + "->" + letters.term(lop.inputs[0].dims);
-          give(0, append(emit_at(0), OpKind::Einsum, {g}, {AttrValue::string("spec", spec_text)}, grad_layout_of(0)));
-        }
+        if (wanted(0))
+          give(0,
+               append(emit_at(0), OpKind::Einsum, {g}, {AttrValue::string("spec", specs.grads[0])}, grad_layout_of(0)));
         break;
       }
-      std::string x = letters.term(lop.inputs[0].dims), w = letters.term(lop.inputs[1].dims);
       if (wanted(0)) {
-        give(0, append(emit_at(0), OpKind::Einsum, {g, in(1)}, {AttrValue::string("spec", z + "," + w + "->" + x)},
+        give(0, append(emit_at(0), OpKind::Einsum, {g, in(1)}, {AttrValue::string("spec", specs.grads[0])},
                        grad_layout_of(0)));
       }
       if (wanted(1)) {
-        give(1, append(emit_at(1), OpKind::Einsum, {in(0), g}, {AttrValue::string("spec", x + "," + z + "->" + w)},
+        give(1, append(emit_at(1), OpKind::Einsum, {in(0), g}, {AttrValue::string("spec", specs.grads[1])},
                        grad_layout_of(1)));
       }
       break;

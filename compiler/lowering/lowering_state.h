@@ -2,9 +2,11 @@
 // the per-op forward and backward rules). Internal to compiler/lowering.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <map>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -69,6 +71,14 @@ class Lowering {
   const std::vector<ir::ValueId>& saved_extras(int32_t op, int32_t mb) const {
     return saved_extras_.at(op_key(op, mb));
   }
+
+  // An einsum op's spec strings, built once per logical op: its forward, and
+  // the backward that gives each input's gradient.
+  struct EinsumSpecs {
+    std::string forward;
+    std::array<std::string, 2> grads;
+  };
+  const EinsumSpecs& einsum_specs(int32_t op);
 
   // Forward of one op: its output value (inputs already in their layouts).
   ir::ValueId emit_forward_op(const Emit& at, int32_t op, const std::vector<ir::ValueId>& inputs);
@@ -156,6 +166,7 @@ class Lowering {
   std::vector<std::map<std::pair<int32_t, ir::LayoutId>, ir::ValueId>> pending_grads_;
   std::unordered_map<uint64_t, ir::ValueId> boxed_;   // (value << 32 | target layout)
   std::vector<std::vector<ParamCopy>> param_copies_;  // per tensor; the first is the owner
+  std::vector<EinsumSpecs> einsum_specs_;             // per op, filled on first use
   std::vector<int32_t> weight_blocks_done_;           // per stage
   std::vector<ir::ValueId> loss_values_;
   uint32_t next_channel_ = 1;

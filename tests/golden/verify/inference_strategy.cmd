@@ -1,1 +1,0 @@
-verify examples/search_gpt2_inference.dstrat --strategy GPT2Inference
