@@ -65,9 +65,12 @@ std::optional<LoadedStrategy> load_strategy(const StrategyRequest& request, Sour
 }
 
 std::optional<int64_t> model_sequence_length(const frontend::Model& model) {
+  // The dim named `s` or `seq` right after the batch dim: an MLP's [b, h]
+  // input has no sequence, its hidden size is not one.
   for (frontend::TensorId t : model.inputs) {
     const auto& dims = model.tensors[t].dims;
-    if (dims.size() >= 2 && dims[0].name == model.batch_dim) return dims[1].size;
+    if (dims.size() >= 2 && dims[0].name == model.batch_dim && (dims[1].name == "s" || dims[1].name == "seq"))
+      return dims[1].size;
   }
   return std::nullopt;
 }

@@ -36,8 +36,8 @@ std::optional<htae::ClusterSpec> load_strategy_cluster(const frontend::CheckedSt
                                                        const std::string& cluster_override, SourceManager& sources,
                                                        DiagnosticEngine& diags);
 
-// Tokens per sample for models whose first input is [batch, seq, ...], for
-// the simulator's tokens/s; nullopt otherwise.
+// Tokens per sample for models with an input [batch, s, ...] (the second dim
+// named `s` or `seq`), for the simulator's tokens/s; nullopt otherwise.
 std::optional<int64_t> model_sequence_length(const frontend::Model& model);
 
 }  // namespace dstc
