@@ -65,6 +65,7 @@ class Bridge {
       const frontend::Node& n = model_.nodes[i];
       int32_t id = graph_.add_node(i == 0 ? -1 : n.parent, n.name, n.component, n.range);
       graph_.nodes[id].path = n.path;
+      graph_.nodes[id].repeated = n.index >= 0;
     }
   }
 

@@ -53,6 +53,7 @@ int32_t LogicalGraph::add_node(int32_t parent, std::string name, std::string kin
   node.kind = std::move(kind);
   node.parent = parent;
   node.where = where;
+  node.repeated = name.starts_with('[');
   if (parent >= 0) {
     const std::string& base = nodes[parent].path;
     node.path = base.empty() ? name : base + (name.starts_with('[') ? "" : ".") + name;

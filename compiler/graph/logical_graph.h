@@ -106,6 +106,7 @@ struct TreeNode {
   std::vector<int32_t> children;
   std::vector<int32_t> ops;     // leaves: their ops in order
   std::vector<int32_t> params;  // leaves: their parameters
+  bool repeated = false;        // one layer of a repeat: blocks[3]
   SourceRange where;
 
   bool leaf() const { return children.empty(); }

@@ -79,9 +79,6 @@ Lowering::Lowering(const LogicalGraph& g, const StrategySpec& s, const SbpAssign
   }
   weight_blocks_done_.assign(resolved.num_stages, 0);
   stage_params_.resize(resolved.num_stages);
-  stage_recomputes_.assign(resolved.num_stages, false);
-  for (int32_t op = 0; op < static_cast<int32_t>(graph.ops.size()); ++op)
-    if (resolved.recompute(graph, op)) stage_recomputes_[resolved.stage_of_op[op]] = true;
   for (int32_t op = 0; op < static_cast<int32_t>(graph.ops.size()); ++op) {
     input_base_.push_back(input_layouts_.size());
     for (size_t i = 0; i < graph.ops[op].inputs.size(); ++i) {
@@ -316,9 +313,9 @@ ir::ValueId Lowering::op_input(const Emit& at, int32_t op, size_t i, bool recomp
 
 // --- blocks ---
 
-void Lowering::emit_forward_block(int32_t stage, int32_t mb, bool recompute) {
+void Lowering::emit_forward_block(int32_t stage, int32_t mb, bool recompute, int32_t unit) {
   for (int32_t op : stage_ops_[stage]) {
-    if (recompute && !resolved.recompute(graph, op)) continue;
+    if (recompute && resolved.recompute_unit[op] != unit) continue;
     const LogicalOp& lop = graph.ops[op];
     Emit at{stage, mb, recompute ? ir::Phase::Recompute : ir::Phase::Forward, ir::Stream::Compute, lop.where};
     std::vector<ir::ValueId> inputs;
@@ -349,7 +346,6 @@ void Lowering::emit_forward_block(int32_t stage, int32_t mb, bool recompute) {
 
 void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, bool weight_grads) {
   if (input_grads) {
-    if (stage_recomputes_[stage]) emit_forward_block(stage, mb, true);
     // Gradients of this stage's outputs that later stages read.
     for (int32_t op : stage_ops_[stage]) {
       int32_t t = graph.ops[op].output;
@@ -388,6 +384,7 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
   }
 
   const auto& ops = stage_ops_[stage];
+  std::vector<int32_t> replayed;  // recompute units replayed in this block
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
     int32_t op = *it;
     const LogicalOp& lop = graph.ops[op];
@@ -401,6 +398,13 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
       grad_output = grad_outputs_.get(op, mb);
     }
     if (grad_output == ir::kNone) continue;
+    // Recomputation: the op's unit replays its forward just before the
+    // unit's backward, so only one unit's activations are alive at a time.
+    int32_t unit = resolved.recompute_unit[op];
+    if (input_grads && unit >= 0 && std::find(replayed.begin(), replayed.end(), unit) == replayed.end()) {
+      replayed.push_back(unit);
+      emit_forward_block(stage, mb, true, unit);
+    }
     Emit at{stage, mb, input_grads ? ir::Phase::InputGrad : ir::Phase::WeightGrad, ir::Stream::Compute, lop.where};
     std::vector<ir::ValueId> inputs(lop.inputs.size(), ir::kNone);
     auto input = [&](size_t i) {

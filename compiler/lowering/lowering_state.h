@@ -99,7 +99,8 @@ class Lowering {
     return op_key(tensor, mb) * static_cast<uint64_t>(resolved.num_stages) + static_cast<uint64_t>(stage);
   }
 
-  void emit_forward_block(int32_t stage, int32_t mb, bool recompute);
+  // With `recompute`, replays the ops of one recompute unit.
+  void emit_forward_block(int32_t stage, int32_t mb, bool recompute, int32_t unit = -1);
   void emit_backward_block(int32_t stage, int32_t mb, bool input_grads, bool weight_grads);
   // A parameter's stored or received copy on one device set (parameters.cpp).
   struct ParamCopy {
@@ -142,7 +143,6 @@ class Lowering {
   std::vector<ir::DeviceSetId> stage_devices_;
   std::vector<std::vector<int32_t>> stage_ops_;
   std::vector<std::vector<int32_t>> stage_params_;     // per stage: parameters it reads
-  std::vector<bool> stage_recomputes_;                 // per stage: some op is recomputed
   std::vector<std::vector<int32_t>> consumer_stages_;  // per tensor: stages reading it
   std::vector<bool> requires_grad_;                    // per tensor
   std::vector<size_t> input_base_;                     // per op: index of its first input in input_layouts_

@@ -33,6 +33,25 @@ std::vector<ResolvedSchedule> inherit_schedules(const LogicalGraph& graph, const
   return resolved;
 }
 
+// Recomputation replays one unit at a time, so only the units' inputs live
+// from forward to backward (Megatron's full recomputation checkpoints each
+// transformer layer): the outermost layer of a repeat above the op, else
+// the op's top-level node.
+std::vector<int32_t> recompute_units(const LogicalGraph& graph, const std::vector<ResolvedSchedule>& schedule) {
+  std::vector<int32_t> unit(graph.ops.size(), -1);
+  for (size_t op = 0; op < graph.ops.size(); ++op) {
+    int32_t node = graph.ops[op].node;
+    if (!schedule[node].recompute) continue;
+    int32_t top = node, layer = -1;
+    for (int32_t n = node; n >= 0 && graph.nodes[n].parent >= 0; n = graph.nodes[n].parent) {
+      if (graph.nodes[n].repeated) layer = n;
+      top = n;
+    }
+    unit[op] = layer >= 0 ? layer : top;
+  }
+  return unit;
+}
+
 // The child of `ancestor` whose subtree holds `node`, or -1.
 int32_t child_towards(const LogicalGraph& graph, int32_t ancestor, int32_t node) {
   for (int32_t n = node; n >= 0; n = graph.nodes[n].parent)
@@ -53,6 +72,7 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
   size_t errors_before = diags.error_count();
   ResolvedStrategy out;
   out.schedule = inherit_schedules(graph, spec);
+  out.recompute_unit = recompute_units(graph, out.schedule);
   const bool pipelined = spec.pipeline.axis >= 0;
   // The pipelined node's schedule drives the pipeline; explicit stage lists
   // (and no pipeline) take the root's.

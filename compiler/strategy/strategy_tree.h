@@ -32,8 +32,12 @@ struct ResolvedStrategy {
   int32_t pipeline_ranks = 1;  // size of the pipeline mesh axis
   int32_t micro_batches = 1;
   schedule::ScheduleTable table;
+  // Per op: the node whose forward a backward block replays as one, just
+  // before that node's backward (a layer of a repeat, else a top-level
+  // node); -1 when the op is not recomputed.
+  std::vector<int32_t> recompute_unit;
 
-  bool recompute(const LogicalGraph& g, int32_t op) const { return schedule[g.ops[op].node].recompute; }
+  bool recompute(int32_t op) const { return recompute_unit[op] >= 0; }
 };
 
 // nullopt when the strategy cannot be resolved (diagnostics reported).

@@ -228,6 +228,25 @@ TEST(Lowering, RecomputationReplaysForwardBeforeBackward) {
   EXPECT_EQ(select(m, {ir::OpKind::Relu, -1, ir::Phase::Recompute}).size(), 4u);
 }
 
+TEST(Lowering, RecomputationReplaysOneLayerJustBeforeItsBackward) {
+  auto mlp = make_mlp(3, 8, 16, 4);
+  StrategySpec spec = make_spec(mlp.graph, {{"dp", 1}}, 8, 1);
+  ScheduleConfig rc;
+  rc.recompute = true;
+  spec.schedule[mlp.layers_node] = rc;
+  auto c = compile(mlp.graph, spec);
+  const ir::Function& f = c->f();
+  // The backward's einsums, by phase: each layer's replay (R) comes right
+  // before its backward (B), last layer first: B(head) R B R B R B.
+  std::string order;
+  for (const ir::Op& op : f.ops) {
+    if (op.kind != ir::OpKind::Einsum || op.phase == ir::Phase::Forward) continue;
+    char p = op.phase == ir::Phase::Recompute ? 'R' : 'B';
+    if (order.empty() || order.back() != p) order += p;
+  }
+  EXPECT_EQ(order, "BRBRBRB");
+}
+
 TEST(Lowering, InferenceHasNoBackwardOrOptimizer) {
   auto mlp = make_mlp(2, 8, 16, 4);
   StrategySpec spec = make_spec(mlp.graph, {{"dp", 2}}, 8, 2);
