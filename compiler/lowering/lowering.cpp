@@ -422,6 +422,14 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
       auto [slot, inserted] = pending_grads_[mb].emplace(std::make_pair(t, module_.intern_layout(read)), c.grad);
       if (!inserted) slot->second = append(at, ir::OpKind::Add, {slot->second, c.grad}, {}, read);
     }
+    // A parameter's gradient is complete for this micro-batch once its first
+    // reader on the stage has run backward: accumulate it then, so the
+    // micro-batch's weight gradients are not all alive at once.
+    if (weight_grads) {
+      for (const Operand& in : lop.inputs)
+        if (graph.tensors[in.tensor].kind == TensorKind::Param && first_reader(in.tensor, stage) == op)
+          flush_param_grad(in.tensor, stage, mb);
+    }
   }
 
   if (input_grads) {
@@ -469,9 +477,12 @@ ir::ValueId Lowering::flush_grads(int32_t tensor, int32_t mb, const ir::Layout& 
     ir::ValueId g = it->second;
     Emit local = at;
     local.stream = ir::Stream::Compute;
-    if (dtype && type_of(g).dtype != *dtype)
-      g = append(local, ir::OpKind::Cast, {g}, {ir::AttrValue::string("dtype", ir::dtype_name(*dtype))}, read);
+    // Boxed in the precision it was computed in, then cast: ZeRO-2/3
+    // reduce-scatter low-precision gradients (DeepSpeed), and no full-size
+    // fp32 copy of a gradient ever exists.
     g = box(at, g, read, target);
+    if (dtype && type_of(g).dtype != *dtype)
+      g = append(local, ir::OpKind::Cast, {g}, {ir::AttrValue::string("dtype", ir::dtype_name(*dtype))}, target);
     total = total == ir::kNone ? g : append(local, ir::OpKind::Add, {total, g}, {}, target);
     it = pending.erase(it);
   }

@@ -105,8 +105,9 @@ class Lowering {
   // A parameter's stored or received copy on one device set (parameters.cpp).
   struct ParamCopy {
     ir::DeviceSetId devices = 0;
-    std::vector<int32_t> stages;  // the stages on these devices that read it
-    bool stored = true;           // holds the value and optimizer state; false: transmitted to
+    std::vector<int32_t> stages;         // the stages on these devices that read it
+    std::vector<int32_t> first_readers;  // per stage: its first op that reads it
+    bool stored = true;                  // holds the value and optimizer state; false: transmitted to
     ir::ValueId value = ir::kNone, adam_m = ir::kNone, adam_v = ir::kNone;  // arguments when stored
     ir::ValueId compute_value = ir::kNone;                                  // in compute precision: cast, or received
     ir::ValueId grad = ir::kNone;  // accumulated: gradient layout, then optimizer layout
@@ -128,11 +129,16 @@ class Lowering {
   ir::ValueId op_input(const Emit& at, int32_t op, size_t i, bool recompute);
   // Adds `grad` into `slot` (kNone: empty).
   void add_grad(ir::ValueId& slot, ir::ValueId grad, const Emit& at);
-  // The sum of a tensor's pending contributions boxed to `target` (cast to
-  // `dtype` first), or kNone when it has none.
+  // The sum of a tensor's pending contributions boxed to `target` (then cast
+  // to `dtype`), or kNone when it has none.
   ir::ValueId flush_grads(int32_t tensor, int32_t mb, const ir::Layout& target, std::optional<ir::DType> dtype,
                           const Emit& at);
+  // Accumulates a micro-batch's pending gradient of a parameter (of all the
+  // stage's parameters) into its copy on the stage.
+  void flush_param_grad(int32_t tensor, int32_t stage, int32_t mb);
   void flush_param_grads(int32_t stage, int32_t mb);
+  // The first op of `stage` that reads parameter `tensor`.
+  int32_t first_reader(int32_t tensor, int32_t stage);
   ir::LocId loc_of(SourceRange where);
   ir::Builder& builder() { return *builder_; }
 

@@ -45,8 +45,17 @@ void Lowering::create_parameters() {
       copy.adam_v =
           builder().add_arg(name + ".adam_v", ir::ArgKind::State, type, copy.devices, module_.intern_layout(state));
     }
-    for (const ParamCopy& copy : copies)
-      for (int32_t stage : copy.stages) stage_params_[stage].push_back(t);
+    for (ParamCopy& copy : copies) {
+      for (int32_t stage : copy.stages) {
+        stage_params_[stage].push_back(t);
+        const std::vector<int32_t>& ops = stage_ops_[stage];
+        auto reads = [&](int32_t op) {
+          const auto& in = graph.ops[op].inputs;
+          return std::any_of(in.begin(), in.end(), [&](const Operand& o) { return o.tensor == t; });
+        };
+        copy.first_readers.push_back(*std::find_if(ops.begin(), ops.end(), reads));
+      }
+    }
   }
 }
 
@@ -102,33 +111,42 @@ ir::ValueId Lowering::transfer(ir::ValueId v, const Emit& from, int32_t to_stage
   return builder().append_value(recv);
 }
 
+int32_t Lowering::first_reader(int32_t t, int32_t stage) {
+  const ParamCopy& copy = param_copy(t, stage);
+  for (size_t i = 0; i < copy.stages.size(); ++i)
+    if (copy.stages[i] == stage) return copy.first_readers[i];
+  return -1;
+}
+
 void Lowering::flush_param_grads(int32_t stage, int32_t mb) {
-  for (int32_t t : stage_params_[stage]) {
-    ir::ValueId& grad = param_copy(t, stage).grad;
-    Emit sync{stage, mb, ir::Phase::WeightGrad, ir::Stream::Grad, graph.tensors[t].where};
-    if (grad != ir::kNone) {
-      // Megatron's gradient-accumulation fusion: a low-precision gradient
-      // already in the gradient layout is added into the fp32 accumulator
-      // directly, with no cast op in between.
-      auto& pending = pending_grads_[mb];
-      auto it = pending.lower_bound({t, 0});
-      bool single = it != pending.end() && it->first.first == t &&
-                    (std::next(it) == pending.end() || std::next(it)->first.first != t);
-      if (single && module_.layout(it->first.second) == grad_layout(t)) {
-        sync.stream = ir::Stream::Compute;
-        grad = append(sync, ir::OpKind::Accumulate, {grad, it->second}, {}, grad_layout(t));
-        pending.erase(it);
-        continue;
-      }
-    }
-    ir::ValueId g = flush_grads(t, mb, grad_layout(t), ir::DType::F32, sync);
-    if (g == ir::kNone) continue;
-    if (grad == ir::kNone) {
-      grad = g;
-    } else {
+  for (int32_t t : stage_params_[stage]) flush_param_grad(t, stage, mb);
+}
+
+void Lowering::flush_param_grad(int32_t t, int32_t stage, int32_t mb) {
+  ir::ValueId& grad = param_copy(t, stage).grad;
+  Emit sync{stage, mb, ir::Phase::WeightGrad, ir::Stream::Grad, graph.tensors[t].where};
+  if (grad != ir::kNone) {
+    // Megatron's gradient-accumulation fusion: a low-precision gradient
+    // already in the gradient layout is added into the fp32 accumulator
+    // directly, with no cast op in between.
+    auto& pending = pending_grads_[mb];
+    auto it = pending.lower_bound({t, 0});
+    bool single = it != pending.end() && it->first.first == t &&
+                  (std::next(it) == pending.end() || std::next(it)->first.first != t);
+    if (single && module_.layout(it->first.second) == grad_layout(t)) {
       sync.stream = ir::Stream::Compute;
-      grad = append(sync, ir::OpKind::Accumulate, {grad, g}, {}, grad_layout(t));
+      grad = append(sync, ir::OpKind::Accumulate, {grad, it->second}, {}, grad_layout(t));
+      pending.erase(it);
+      return;
     }
+  }
+  ir::ValueId g = flush_grads(t, mb, grad_layout(t), ir::DType::F32, sync);
+  if (g == ir::kNone) return;
+  if (grad == ir::kNone) {
+    grad = g;
+  } else {
+    sync.stream = ir::Stream::Compute;
+    grad = append(sync, ir::OpKind::Accumulate, {grad, g}, {}, grad_layout(t));
   }
 }
 

@@ -189,6 +189,25 @@ TEST(Lowering, ZeroThreeGathersParametersBeforeUseInForwardAndBackward) {
   EXPECT_TRUE(select(m, {ir::OpKind::AllGather, 0, ir::Phase::Optimizer}).empty());
 }
 
+TEST(Lowering, EachWeightGradientIsReducedRightAfterItIsComputed) {
+  // ZeRO-2: a layer's gradient is reduce-scattered as soon as its backward
+  // produced it, not after the whole backward pass (which would hold every
+  // full-size gradient at once).
+  auto mlp = make_mlp(3, 16, 32, 8);
+  StrategySpec spec = make_spec(mlp.graph, {{"dp", 4}}, 16, 1);
+  set_default(spec, 0, S("b"));
+  for (size_t t = 0; t < mlp.graph.tensors.size(); ++t)
+    if (mlp.graph.tensors[t].kind == TensorKind::Param)
+      spec.memory[t].grad = TensorLayoutConfig{{ir::Sbp{ir::Sbp::Split, 0}}, {}};
+  auto c = compile(mlp.graph, spec);
+  std::string order;  // W: a weight-gradient einsum, R: a gradient reduce-scatter
+  for (const ir::Op& op : c->f().ops) {
+    if (op.kind == ir::OpKind::Einsum && op.phase == ir::Phase::WeightGrad) order += 'W';
+    if (op.kind == ir::OpKind::ReduceScatter) order += 'R';
+  }
+  EXPECT_EQ(order, "WRWRWRWR");
+}
+
 TEST(Lowering, PipelineSendsActivationsForwardAndGradientsBack) {
   auto mlp = make_mlp(4, 16, 32, 8);
   StrategySpec spec = make_spec(mlp.graph, {{"pp", 2}, {"dp", 2}}, 16, 4);
