@@ -48,6 +48,8 @@ int run_verify(CommandContext& ctx, const VerifyOptions& o) {
   if (!distributed || !single) return finish(kExitInputErrors);
   auto compiled = compiler::compile_strategy(distributed->graph, distributed->spec, sources, diags);
   if (!compiled) return finish(kExitInputErrors);
+  // Batch norm normalises each micro-batch by its own statistics, so with
+  // one the reference must cut the batch as the strategy does.
   const int32_t reference_micro_batches =
       reference::reference_micro_batches(single->graph, compiled->resolved.micro_batches);
   if (reference_micro_batches > 1) {
