@@ -4,7 +4,9 @@
 #include <array>
 #include <limits>
 #include <map>
+#include <string>
 #include <tuple>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -120,6 +122,7 @@ class Executor {
 
   void prepare();
   void run();
+  void signature_of(const ir::Op& op, std::string& out) const;
   SimReport report();
   bool stuck(DiagnosticEngine& diags) const;
 
@@ -209,6 +212,24 @@ class Executor {
   std::vector<ir::Rank> traced_ranks_;
 };
 
+// What an op's price depends on: its kind, attributes and operand and
+// result types (interned, so equal types have equal ids).
+void Executor::signature_of(const ir::Op& op, std::string& out) const {
+  out.clear();
+  auto put = [&](const auto& x) { out.append(reinterpret_cast<const char*>(&x), sizeof(x)); };
+  put(op.kind);
+  for (ValueId v : f_.operands(op)) put(f_.values[v].type);
+  for (uint16_t r = 0; r < op.result_count; ++r) put(f_.values[op.first_result + r].type);
+  for (const ir::Attr& a : f_.attrs(op)) {
+    put(a.slot);
+    if (a.type == ir::AttrType::IntList) {
+      for (uint32_t k = 0; k < a.count; ++k) put(f_.int_pool[static_cast<size_t>(a.i) + k]);
+    } else {
+      put(a.i);  // the union's bits: an int, a double or a string id
+    }
+  }
+}
+
 void Executor::prepare() {
   const size_t ops = f_.ops.size();
   // Value slots, and the arguments alive from the start.
@@ -261,6 +282,13 @@ void Executor::prepare() {
   arrive_base_.assign(ops, kNone);
   comm_.resize(ops);
   fixed_seconds_.assign(ops, -1);
+  struct Priced {
+    double seconds = 0, flops = 0;
+    bool matmul = false;
+    ComputeDtype dtype{};
+  };
+  std::unordered_map<std::string, Priced> prices;
+  std::string signature;
   for (OpId i = 0; i < ops; ++i) {
     const ir::Op& op = f_.ops[i];
     const std::vector<uint32_t>& in = classes_.in_set(op.devices);
@@ -274,13 +302,24 @@ void Executor::prepare() {
     }
     const ir::OpInfo& info = ir::op_info(op.kind);
     if (!info.is_communication()) {
-      ir::OpCost cost = ir::op_cost(m_, f_, op);
-      OpCostQuery query = compute_query(m_, f_, op, cost);
-      duration_[i] = estimator_.estimate(query).seconds;
+      // Ops repeat per micro-batch and layer with the same signature, so
+      // each signature is priced once.
+      signature_of(op, signature);
+      auto [priced, fresh] = prices.try_emplace(signature);
+      if (fresh) {
+        ir::OpCost cost = ir::op_cost(m_, f_, op);
+        OpCostQuery query = compute_query(m_, f_, op, cost);
+        priced->second.seconds = estimator_.estimate(query).seconds;
+        priced->second.flops = cost.flops;
+        priced->second.matmul = classify_op(query.kind) == OpClass::matmul;
+        priced->second.dtype = query.dtype;
+      }
+      const Priced& price = priced->second;
+      duration_[i] = price.seconds;
       if (info.category == ir::OpCategory::Compute && op.phase != ir::Phase::Recompute) {
-        double total = cost.flops * static_cast<double>(m_.members(op.devices).size());
+        double total = price.flops * static_cast<double>(m_.members(op.devices).size());
         model_flops_ += total;
-        if (classify_op(query.kind) == OpClass::matmul) flops_by_dtype_[static_cast<size_t>(query.dtype)] += total;
+        if (price.matmul) flops_by_dtype_[static_cast<size_t>(price.dtype)] += total;
       }
       continue;
     }
