@@ -47,7 +47,8 @@ void run_compile(benchmark::State& state, const Case& c) {
   }
   state.counters["ir_ops"] = static_cast<double>(ops);
   state.counters["devices"] = static_cast<double>(devices);
-  state.counters["ops_per_s"] = benchmark::Counter(static_cast<double>(ops), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["ops_per_s"] =
+      benchmark::Counter(static_cast<double>(ops), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_CompileGpt2On32Gpus(benchmark::State& state) { run_compile(state, kGpt2On32); }
@@ -56,16 +57,17 @@ BENCHMARK(BM_CompileGpt2On32Gpus)->Unit(benchmark::kMillisecond);
 void BM_CompileGpt3On1024Gpus(benchmark::State& state) { run_compile(state, kGpt3On1024); }
 BENCHMARK(BM_CompileGpt3On1024Gpus)->Unit(benchmark::kMillisecond)->Iterations(1);
 
-void BM_CompileAndSimulateGpt2On32Gpus(benchmark::State& state) {
+// Compile, then simulate one step on the strategy's cluster file.
+void run_compile_and_simulate(benchmark::State& state, const Case& c, const char* cluster_file, int64_t nodes) {
   std::filesystem::current_path(DSTC_SOURCE_DIR);
   dstc::SourceManager sources;
   dstc::DiagnosticEngine diags(sources);
-  dstc::htae::ClusterOverrides nodes;
-  nodes.nodes = 4;
-  auto cluster = dstc::htae::load_cluster(sources, diags, "stdlib/clusters/v100-nvlink-4x8.toml", nodes);
+  dstc::htae::ClusterOverrides overrides;
+  overrides.nodes = nodes;
+  auto cluster = dstc::htae::load_cluster(sources, diags, cluster_file, overrides);
   int64_t ops = 0, devices = 0;
   for (auto _ : state) {
-    auto compiled = compile(kGpt2On32, ops, devices);
+    auto compiled = compile(c, ops, devices);
     if (!compiled || !cluster) {
       state.SkipWithError("the strategy does not compile");
       break;
@@ -75,7 +77,20 @@ void BM_CompileAndSimulateGpt2On32Gpus(benchmark::State& state) {
     benchmark::DoNotOptimize(report);
   }
   state.counters["ir_ops"] = static_cast<double>(ops);
+  state.counters["devices"] = static_cast<double>(devices);
+  state.counters["ops_per_s"] =
+      benchmark::Counter(static_cast<double>(ops), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_CompileAndSimulateGpt2On32Gpus(benchmark::State& state) {
+  run_compile_and_simulate(state, kGpt2On32, "stdlib/clusters/v100-nvlink-4x8.toml", 4);
 }
 BENCHMARK(BM_CompileAndSimulateGpt2On32Gpus)->Unit(benchmark::kMillisecond);
+
+// Issue target: a 1024-GPU GPT-3 strategy compiled and simulated in under 2 s.
+void BM_CompileAndSimulateGpt3On1024Gpus(benchmark::State& state) {
+  run_compile_and_simulate(state, kGpt3On1024, "stdlib/clusters/dgx-a100.toml", 128);
+}
+BENCHMARK(BM_CompileAndSimulateGpt3On1024Gpus)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace
