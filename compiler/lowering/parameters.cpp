@@ -12,6 +12,9 @@ namespace dstc::compiler {
 void Lowering::create_parameters() {
   param_copies_.resize(graph.tensors.size());
   const bool adam = spec.train.training && spec.train.optimizer == Optimizer::Adam;
+  // Training keeps fp32 master weights; inference stores the weights in the
+  // precision it computes in (fp16 serving holds 2 bytes per parameter).
+  const ir::DType stored = spec.train.training ? ir::DType::F32 : spec.train.precision;
   for (int32_t t = 0; t < static_cast<int32_t>(graph.tensors.size()); ++t) {
     const Tensor& tensor = graph.tensors[t];
     if (tensor.kind != TensorKind::Param) continue;
@@ -35,7 +38,7 @@ void Lowering::create_parameters() {
       if (!copy.stored) continue;
       std::string name = &copy == &copies.front() ? tensor.name : ir::replica_name(tensor.name, copy.stages.front());
       ir::Layout layout = param_layout(t);
-      copy.value = builder().add_arg(name, ir::ArgKind::Param, local_type(t, layout, ir::DType::F32), copy.devices,
+      copy.value = builder().add_arg(name, ir::ArgKind::Param, local_type(t, layout, stored), copy.devices,
                                      module_.intern_layout(layout));
       if (!adam) continue;
       ir::Layout state = optimizer_layout(t);
@@ -80,7 +83,7 @@ ir::ValueId Lowering::param_value(int32_t t, const Emit& at) {
   // each parameter, made at its first use (Megatron's bf16 model weights);
   // a gathered parameter (ZeRO-3) is gathered in that precision at each use.
   copy.compute_value = copy.value;
-  if (spec.train.precision != ir::DType::F32)
+  if (type_of(copy.value).dtype != spec.train.precision)
     copy.compute_value =
         append(at, ir::OpKind::Cast, {copy.value},
                {ir::AttrValue::string("dtype", ir::dtype_name(spec.train.precision))}, param_layout(t));

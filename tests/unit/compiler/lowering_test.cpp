@@ -275,6 +275,25 @@ TEST(Lowering, InferenceHasNoBackwardOrOptimizer) {
   for (const ir::Op& op : c->result->module.functions[0].ops) EXPECT_EQ(op.phase, ir::Phase::Forward);
 }
 
+TEST(Lowering, InferenceStoresWeightsInItsPrecision) {
+  // fp16 serving holds 2 bytes per parameter and casts nothing; training
+  // keeps fp32 master weights and computes with one fp16 copy.
+  auto mlp = make_mlp(2, 8, 16, 4);
+  for (bool training : {false, true}) {
+    StrategySpec spec = make_spec(mlp.graph, {{"dp", 2}}, 8, 2);
+    spec.train.training = training;
+    spec.train.precision = ir::DType::F16;
+    set_default(spec, 0, S("b"));
+    auto c = compile(mlp.graph, spec);
+    const ir::Function& f = c->f();
+    for (const ir::Arg& a : f.args)
+      if (a.kind == ir::ArgKind::Param)
+        EXPECT_EQ(c->module().value_type(f, a.value).dtype, training ? ir::DType::F32 : ir::DType::F16);
+    size_t casts = select(c->module(), {ir::OpKind::Cast, -1, ir::Phase::Forward}).size();
+    EXPECT_EQ(casts, training ? 3u : 0u);  // one copy of each of the 3 weights
+  }
+}
+
 }  // namespace
 }  // namespace dstc::compiler
 
