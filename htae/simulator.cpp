@@ -715,12 +715,6 @@ SimReport Executor::report() {
   return r;
 }
 
-const ir::Function* find_function(const ir::Module& module, const std::string& name) {
-  if (!name.empty()) return module.find_function(name);
-  if (const ir::Function* f = module.find_function("train_step")) return f;
-  return module.functions.empty() ? nullptr : &module.functions.front();
-}
-
 // The module's ranks must map to distinct devices of the cluster.
 bool fits(const ir::Module& module, const ClusterSpec& cluster, DiagnosticEngine& diags) {
   const ir::Mesh& mesh = module.mesh();
@@ -753,6 +747,12 @@ bool fits(const ir::Module& module, const ClusterSpec& cluster, DiagnosticEngine
 }
 
 }  // namespace
+
+const ir::Function* find_function(const ir::Module& module, const std::string& name) {
+  if (!name.empty()) return module.find_function(name);
+  if (const ir::Function* f = module.find_function("train_step")) return f;
+  return module.functions.empty() ? nullptr : &module.functions.front();
+}
 
 std::optional<SimReport> simulate(const ir::Module& module, const ClusterSpec& cluster, const SimOptions& options,
                                   DiagnosticEngine& diags) {

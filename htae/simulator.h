@@ -118,6 +118,10 @@ struct SimReport {
   std::optional<SimTrace> trace;
 };
 
+// The function `simulate` runs: `name`, else "train_step", else the
+// module's first; nullptr when there is none.
+const ir::Function* find_function(const ir::Module& module, const std::string& name);
+
 // Simulates one function of `module` on `cluster`. Reports to `diags` and
 // returns nullopt when the module does not fit the cluster or its schedule
 // cannot finish. The module should have passed ir::verify_module.

@@ -30,6 +30,7 @@ struct SearchOptions {
   std::string csv;
   std::string json;
   std::string plot;
+  bool simulate_all = false;
 };
 
 // The search to run: the one named, or the file's only one.
@@ -82,6 +83,7 @@ int run_search_command(CommandContext& ctx, const SearchOptions& o) {
 
   search::SearchRunOptions run;
   run.jobs = o.jobs;
+  run.prune_by_memory_bound = !o.simulate_all;
   std::optional<search::ProgressBar> bar;
   if (ctx.out_is_terminal) {
     bar.emplace(ctx.out, "configurations");
@@ -121,6 +123,8 @@ Command add_search_command(CLI::App& root) {
   sub->add_option("--csv", o->csv, "Write every configuration's figures as CSV to this file ('-': stdout)");
   sub->add_option("--json", o->json, "Write the summary and every configuration as JSON to this file ('-': stdout)");
   sub->add_option("--plot", o->plot, "Write an SVG of peak memory against throughput to this file ('-': stdout)");
+  sub->add_flag("--simulate-all", o->simulate_all,
+                "Simulate every configuration, also those a memory lower bound already shows out of memory");
   return {sub, [o](CommandContext& ctx) { return run_search_command(ctx, *o); }};
 }
 

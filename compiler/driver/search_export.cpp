@@ -47,6 +47,10 @@ nlohmann::ordered_json config_json(const ConfigResult& c) {
     j["memory_capacity_bytes"] = c.memory_capacity_bytes;
     j["num_ops"] = c.num_ops;
   }
+  if (c.memory_bound_only) {
+    j["memory_lower_bound_bytes"] = c.peak_memory_bytes;
+    j["memory_capacity_bytes"] = c.memory_capacity_bytes;
+  }
   if (c.status == ConfigStatus::ranked) {
     j["pareto"] = c.pareto;
     j["speedup_vs_data"] = optional_json(c.speedup_vs_data);
@@ -64,9 +68,10 @@ void write_search_csv(std::ostream& out, const SearchResult& result) {
   if (!result.configs.empty()) {
     for (const auto& [name, value] : result.configs.front().point) header.push_back(name);
   }
-  for (const char* column : {"status", "devices", "parallelism", "step_time_s", "samples_per_s", "tokens_per_s",
-                             "tflops_per_gpu", "mfu", "peak_memory_bytes", "memory_capacity_bytes", "num_ops", "pareto",
-                             "speedup_vs_data", "speedup_vs_tensor", "speedup_vs_pipeline", "reason"}) {
+  for (const char* column :
+       {"status", "devices", "parallelism", "step_time_s", "samples_per_s", "tokens_per_s", "tflops_per_gpu", "mfu",
+        "peak_memory_bytes", "memory_lower_bound_bytes", "memory_capacity_bytes", "num_ops", "pareto",
+        "speedup_vs_data", "speedup_vs_tensor", "speedup_vs_pipeline", "reason"}) {
     header.emplace_back(column);
   }
   auto write_row = [&](const std::vector<std::string>& row) {
@@ -84,7 +89,9 @@ void write_search_csv(std::ostream& out, const SearchResult& result) {
              std::string(status_name(c.status)), std::to_string(c.devices), parallelism_name(c.parallelism),
              sim ? number(c.step_time_s) : "", sim ? number(c.samples_per_s) : "",
              sim ? optional_number(c.tokens_per_s) : "", sim ? number(c.tflops_per_gpu) : "", sim ? number(c.mfu) : "",
-             sim ? std::to_string(c.peak_memory_bytes) : "", sim ? std::to_string(c.memory_capacity_bytes) : "",
+             sim ? std::to_string(c.peak_memory_bytes) : "",
+             c.memory_bound_only ? std::to_string(c.peak_memory_bytes) : "",
+             sim || c.memory_bound_only ? std::to_string(c.memory_capacity_bytes) : "",
              sim ? std::to_string(c.num_ops) : "", std::string(ranked ? (c.pareto ? "true" : "false") : ""),
              optional_number(c.speedup_vs_data), optional_number(c.speedup_vs_tensor),
              optional_number(c.speedup_vs_pipeline), c.reason}) {
@@ -103,6 +110,7 @@ void write_search_json(std::ostream& out, const SearchResult& result) {
   j["configurations"] = result.configs.size();
   j["ranked"] = result.count(ConfigStatus::ranked);
   j["out_of_memory"] = result.count(ConfigStatus::out_of_memory);
+  j["out_of_memory_by_bound"] = result.count_memory_bound_only();
   j["invalid"] = result.count(ConfigStatus::invalid);
   j["internal_errors"] = result.count(ConfigStatus::internal_error);
   auto best = [&](const std::optional<size_t>& i) {

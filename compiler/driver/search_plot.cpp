@@ -94,9 +94,14 @@ void write_search_svg(std::ostream& out, const SearchResult& result) {
       xml_escape(fmt::format("search {} on {}: peak memory against throughput", result.search, result.cluster)));
   out << fmt::format(
       "<text x=\"{}\" y=\"44\" fill=\"#444\">{} configurations simulated: {} fit (dots, orange on the Pareto "
-      "front), {} out of memory (red crosses); {} invalid not shown</text>\n",
-      kLeft, shown.size(), result.count(ConfigStatus::ranked), result.count(ConfigStatus::out_of_memory),
-      result.count(ConfigStatus::invalid) + result.count(ConfigStatus::internal_error));
+      "front), {} out of memory (red crosses); not shown: {} invalid{}</text>\n",
+      kLeft, shown.size(), result.count(ConfigStatus::ranked),
+      result.count(ConfigStatus::out_of_memory) - result.count_memory_bound_only(),
+      result.count(ConfigStatus::invalid) + result.count(ConfigStatus::internal_error),
+      result.count_memory_bound_only() == 0
+          ? std::string()
+          : fmt::format(", {} out of memory by their memory bound (--simulate-all draws them)",
+                        result.count_memory_bound_only()));
 
   // Grid, ticks and axis labels.
   out << "<g class=\"axes\" stroke=\"#ddd\">\n";

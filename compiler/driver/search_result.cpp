@@ -19,6 +19,11 @@ size_t SearchResult::count(ConfigStatus status) const {
       std::count_if(configs.begin(), configs.end(), [&](const ConfigResult& c) { return c.status == status; }));
 }
 
+size_t SearchResult::count_memory_bound_only() const {
+  return static_cast<size_t>(
+      std::count_if(configs.begin(), configs.end(), [](const ConfigResult& c) { return c.memory_bound_only; }));
+}
+
 const ConfigResult* SearchResult::first(ConfigStatus status) const {
   auto it = std::find_if(configs.begin(), configs.end(), [&](const ConfigResult& c) { return c.status == status; });
   return it == configs.end() ? nullptr : &*it;

@@ -42,13 +42,19 @@ struct ConfigResult {
   int64_t peak_memory_bytes = 0;  // the largest over devices
   int64_t memory_capacity_bytes = 0;
   int64_t num_ops = 0;  // IR ops of the step
+  // out_of_memory without simulating: even the memory lower bound of its
+  // fewest micro-batches exceeds a device (search_memory_probe.h); the
+  // step-time fields are empty and peak_memory_bytes holds that bound.
+  bool memory_bound_only = false;
 
   // Filled by rank_search (search_ranking.h).
   int64_t rank = 0;  // 1 = fastest; 0 when not ranked
   bool pareto = false;
   std::optional<double> speedup_vs_data, speedup_vs_tensor, speedup_vs_pipeline;
 
-  bool simulated() const { return status == ConfigStatus::ranked || status == ConfigStatus::out_of_memory; }
+  bool simulated() const {
+    return (status == ConfigStatus::ranked || status == ConfigStatus::out_of_memory) && !memory_bound_only;
+  }
 };
 
 struct SearchResult {
@@ -65,6 +71,8 @@ struct SearchResult {
   std::optional<size_t> best_data, best_tensor, best_pipeline;
 
   size_t count(ConfigStatus status) const;
+  // Out of memory by their memory lower bound, not simulated.
+  size_t count_memory_bound_only() const;
   // The first configuration with this status, or nullptr.
   const ConfigResult* first(ConfigStatus status) const;
 };

@@ -13,6 +13,7 @@
 
 #include "compiler/bridge/bridge.h"
 #include "compiler/compile_strategy.h"
+#include "compiler/driver/search_memory_probe.h"
 #include "compiler/driver/search_parallelism.h"
 #include "compiler/driver/strategy_loading.h"
 #include "compiler/frontend/frontend_diagnostics.h"
@@ -62,19 +63,37 @@ class ClusterCache {
 
 // Compiles and simulates one configuration into `out`.
 void compile_and_simulate(const frontend::Strategy& strategy, const htae::ClusterSpec& cluster, SourceManager& sources,
-                          ConfigResult& out) {
+                          bool prune_by_memory_bound, ConfigResult& out) {
   DiagnosticEngine diags(sources);
   auto fail = [&] {
     out.status = ConfigStatus::invalid;
     out.reason = first_error(diags);
     if (out.reason.empty()) out.reason = "the compiler rejected it without a diagnostic";
   };
+  auto out_of_memory_by_bound = [&](const htae::MemoryLowerBound& bound) {
+    out.status = ConfigStatus::out_of_memory;
+    out.memory_bound_only = true;
+    out.peak_memory_bytes = bound.bytes;
+    out.memory_capacity_bytes = cluster.gpu.memory_bytes;
+  };
   try {
+    std::optional<frontend::Strategy> fewer;
+    if (prune_by_memory_bound) fewer = fewest_micro_batches_form(strategy);
+    if (fewer) {
+      if (auto bound = memory_bound_exceeding(*fewer, cluster, sources)) return out_of_memory_by_bound(*bound);
+    }
     std::optional<compiler::BridgedProgram> bridged = compiler::bridge_strategy(strategy, diags);
     if (!bridged) return fail();
     std::optional<compiler::CompiledStrategy> compiled =
         compiler::compile_strategy(bridged->graph, bridged->spec, sources, diags);
     if (!compiled) return fail();
+    // Without fewer micro-batches to probe, the configuration is its own probe.
+    if (prune_by_memory_bound && !fewer) {
+      if (const ir::Function* f = htae::find_function(compiled->module, {})) {
+        htae::MemoryLowerBound bound = htae::memory_lower_bound(compiled->module, *f);
+        if (bound.bytes > cluster.gpu.memory_bytes) return out_of_memory_by_bound(bound);
+      }
+    }
     htae::SimOptions options;
     options.global_batch = strategy.run.batch * strategy.run.accumulate;
     if (std::optional<int64_t> seq = model_sequence_length(*strategy.model); seq && *seq > 1) {
@@ -117,8 +136,14 @@ class SearchWork {
   // workers are done.
   SearchWork(frontend::FrontendResult& front, const frontend::SearchSpace& space,
              const std::vector<std::vector<frontend::Value>>& points, SourceManager& sources, DiagnosticEngine& diags,
-             SearchResult& result)
-      : front_(front), space_(space), points_(points), sources_(sources), diags_(diags), result_(result) {}
+             bool prune_by_memory_bound, SearchResult& result)
+      : front_(front),
+        space_(space),
+        points_(points),
+        sources_(sources),
+        diags_(diags),
+        prune_by_memory_bound_(prune_by_memory_bound),
+        result_(result) {}
 
   void work() {
     SourceManager replica;
@@ -133,7 +158,7 @@ class SearchWork {
         strategy = elaborate(result_.configs[k], cluster);
         copy_new_sources(sources_, replica);
       }
-      if (strategy) compile_and_simulate(*strategy, *cluster, replica, result_.configs[k]);
+      if (strategy) compile_and_simulate(*strategy, *cluster, replica, prune_by_memory_bound_, result_.configs[k]);
       ++done_;
     }
   }
@@ -180,6 +205,7 @@ class SearchWork {
   const std::vector<std::vector<frontend::Value>>& points_;
   SourceManager& sources_;
   DiagnosticEngine& diags_;
+  bool prune_by_memory_bound_;
   SearchResult& result_;
   std::mutex mutex_;
   size_t next_ = 0;
@@ -217,7 +243,7 @@ std::optional<SearchResult> run_search(frontend::FrontendResult& front, const fr
     }
   }
 
-  SearchWork work(front, space, points, sources, diags, result);
+  SearchWork work(front, space, points, sources, diags, options.prune_by_memory_bound, result);
   size_t total = result.configs.size();
   result.jobs = static_cast<int>(std::min<size_t>(static_cast<size_t>(result.jobs), std::max<size_t>(total, 1)));
   std::mutex mutex;

@@ -23,6 +23,9 @@ namespace dstc::search {
 
 struct SearchRunOptions {
   int jobs = 0;  // 0: one per hardware thread
+  // false: simulate every configuration, also those whose memory lower
+  // bound already exceeds a device (search_memory_probe.h).
+  bool prune_by_memory_bound = true;
   // Called on the calling thread with (configurations done, total) a few
   // times a second while the workers run, and once at the end.
   std::function<void(size_t, size_t)> progress;

@@ -51,6 +51,9 @@ void print_summary(std::ostream& out, const SearchResult& r) {
   out << fmt::format("search {} ({}) on {}: {} configuration{} from a {}-point grid\n", r.search, r.file, r.cluster,
                      r.configs.size(), r.configs.size() == 1 ? "" : "s", r.grid_size);
   out << fmt::format("  {} ranked, {} out of memory (not ranked), {} invalid (skipped)", ranked, oom, invalid);
+  if (size_t bound = r.count_memory_bound_only()) {
+    out << fmt::format("; {} of the out of memory found by a memory lower bound before simulating", bound);
+  }
   if (failed) out << fmt::format(", {} failed with an internal error", failed);
   out << "\n";
   if (const ConfigResult* c = r.first(ConfigStatus::invalid)) {

@@ -286,9 +286,11 @@ TEST(Lowering, InferenceStoresWeightsInItsPrecision) {
     set_default(spec, 0, S("b"));
     auto c = compile(mlp.graph, spec);
     const ir::Function& f = c->f();
-    for (const ir::Arg& a : f.args)
-      if (a.kind == ir::ArgKind::Param)
+    for (const ir::Arg& a : f.args) {
+      if (a.kind == ir::ArgKind::Param) {
         EXPECT_EQ(c->module().value_type(f, a.value).dtype, training ? ir::DType::F32 : ir::DType::F16);
+      }
+    }
     size_t casts = select(c->module(), {ir::OpKind::Cast, -1, ir::Phase::Forward}).size();
     EXPECT_EQ(casts, training ? 3u : 0u);  // one copy of each of the 3 weights
   }

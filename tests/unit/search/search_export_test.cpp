@@ -23,17 +23,41 @@ TEST(SearchCsv, OneRowPerConfigurationInReportOrderWithTheVariablesAsColumns) {
   ASSERT_EQ(lines.size(), 7u);
   EXPECT_EQ(lines[0],
             "rank,configuration,strategy,dp,tp,status,devices,parallelism,step_time_s,samples_per_s,tokens_per_s,"
-            "tflops_per_gpu,mfu,peak_memory_bytes,memory_capacity_bytes,num_ops,pareto,speedup_vs_data,"
+            "tflops_per_gpu,mfu,peak_memory_bytes,memory_lower_bound_bytes,memory_capacity_bytes,num_ops,pareto,"
+            "speedup_vs_data,"
             "speedup_vs_tensor,speedup_vs_pipeline,reason");
   EXPECT_EQ(lines[1],
-            "1,dp=2 tp=2,Sweep,2,2,ranked,4,data+tensor,0.426667,150,153600,15,0.15,12884901888,34359738368,1000,"
+            "1,dp=2 tp=2,Sweep,2,2,ranked,4,data+tensor,0.426667,150,153600,15,0.15,12884901888,,34359738368,1000,"
             "true,1.5,1.66667,,");
   EXPECT_EQ(lines[2].substr(0, 26), "2,dp=4 tp=1,Sweep,4,1,rank");
   EXPECT_EQ(lines[4].substr(0, 36), ",dp=8 tp=1,Sweep,8,1,out-of-memory,8");
   // A reason with commas and quotes is one quoted field.
   EXPECT_EQ(lines[5],
-            ",dp=3 tp=1,Sweep,3,1,invalid,3,data,,,,,,,,,,,,,\"a.dstrat:3:4: batch 64 does not divide by 3, "
+            ",dp=3 tp=1,Sweep,3,1,invalid,3,data,,,,,,,,,,,,,,\"a.dstrat:3:4: batch 64 does not divide by 3, "
             "\"\"dp\"\" [split-not-divisible]\"");
+}
+
+// Out of memory by the memory bound: no step-time figures, the bound in its
+// own column, never as a simulated peak.
+TEST(SearchCsv, ConfigurationsOutOfMemoryByTheBoundGiveTheBoundOnly) {
+  SearchResult result = testing::sample_result();
+  for (ConfigResult& c : result.configs) {
+    if (c.status == ConfigStatus::out_of_memory) c.memory_bound_only = true, c.peak_memory_bytes = 40LL << 30;
+  }
+  std::ostringstream out;
+  write_search_csv(out, result);
+  std::vector<std::string> lines = lines_of(out.str());
+  ASSERT_EQ(lines.size(), 7u);
+  EXPECT_EQ(lines[4], ",dp=8 tp=1,Sweep,8,1,out-of-memory,8,data,,,,,,,42949672960,34359738368,,,,,,");
+  std::ostringstream json;
+  write_search_json(json, result);
+  nlohmann::json j = nlohmann::json::parse(json.str());
+  EXPECT_EQ(j["out_of_memory_by_bound"], 1);
+  const nlohmann::json& oom = j["results"][3];
+  EXPECT_EQ(oom["status"], "out-of-memory");
+  EXPECT_FALSE(oom.contains("step_time_s"));
+  EXPECT_FALSE(oom.contains("peak_memory_bytes"));
+  EXPECT_EQ(oom["memory_lower_bound_bytes"], 40LL << 30);
 }
 
 TEST(SearchJson, SummaryBaselinesAndEveryConfiguration) {

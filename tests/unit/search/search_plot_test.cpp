@@ -89,6 +89,22 @@ TEST(SearchPlot, WellFormedSvgWithLabelledAxesAndOneMarkerPerSimulatedConfigurat
   EXPECT_NE(svg.find("Test &lt;cluster&gt; &amp; co"), std::string::npos) << "names are escaped";
 }
 
+// Out of memory by the memory bound: not simulated, so no marker, but the
+// caption counts it and says how to draw it.
+TEST(SearchPlot, ConfigurationsOutOfMemoryByTheBoundAreCountedNotDrawn) {
+  SearchResult r = testing::sample_result();
+  for (ConfigResult& c : r.configs) {
+    if (c.status == ConfigStatus::out_of_memory) c.memory_bound_only = true;
+  }
+  std::ostringstream out;
+  write_search_svg(out, r);
+  std::string svg = out.str();
+  EXPECT_EQ(xml_problem(svg), "");
+  EXPECT_EQ(count_of(svg, "class=\"config oom\""), 0u);
+  EXPECT_EQ(count_of(svg, "class=\"config fits\""), 3u);
+  EXPECT_NE(svg.find("1 out of memory by their memory bound (--simulate-all draws them)"), std::string::npos);
+}
+
 TEST(SearchPlot, TheCheckerRejectsBrokenXml) {
   EXPECT_NE(xml_problem("<svg><g></svg>"), "");
   EXPECT_NE(xml_problem("<svg>a & b</svg>"), "");

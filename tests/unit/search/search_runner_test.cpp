@@ -7,6 +7,8 @@ namespace dstc::search {
 namespace {
 
 const std::string kSmallSpace = std::string(DSTC_SOURCE_DIR) + "/tests/golden/search/small_space.dstrat";
+// Adam's states outgrow the test box unless sharded: the memory bound finds some.
+const std::string kBoundSpace = std::string(DSTC_SOURCE_DIR) + "/tests/golden/search/bound_space.dstrat";
 
 struct Ran {
   SourceManager sources;
@@ -15,16 +17,18 @@ struct Ran {
   std::optional<SearchResult> result;
 };
 
-std::unique_ptr<Ran> run(int jobs, std::function<void(size_t, size_t)> progress = {}) {
+std::unique_ptr<Ran> run(int jobs, std::function<void(size_t, size_t)> progress = {}, bool prune = true,
+                         const std::string& file = kSmallSpace) {
   auto r = std::make_unique<Ran>();
   r->diags = std::make_unique<DiagnosticEngine>(r->sources);
-  r->front = frontend::check_files({kSmallSpace}, {}, r->sources, *r->diags);
+  r->front = frontend::check_files({file}, {}, r->sources, *r->diags);
   EXPECT_FALSE(r->diags->has_errors());
   EXPECT_EQ(r->front->searches.size(), 1u);
   if (r->front->searches.empty()) return r;
   SearchRunOptions options;
   options.jobs = jobs;
   options.progress = std::move(progress);
+  options.prune_by_memory_bound = prune;
   r->result = run_search(*r->front, r->front->searches.front(), r->sources, *r->diags, options);
   if (r->result) rank_search(*r->result);
   return r;
@@ -85,6 +89,30 @@ TEST(SearchRunner, ResultsDoNotDependOnTheNumberOfThreads) {
     EXPECT_EQ(a.step_time_s, b.step_time_s);
     EXPECT_EQ(a.peak_memory_bytes, b.peak_memory_bytes);
     EXPECT_EQ(a.rank, b.rank);
+  }
+}
+
+// Configurations the memory bound sets aside are exactly out of memory when
+// simulated, with the bound at most their simulated peak; nothing else
+// changes.
+TEST(SearchRunner, TheMemoryBoundOnlySetsAsideConfigurationsThatDoNotFit) {
+  auto pruned = run(2, {}, true, kBoundSpace);
+  auto simulated = run(2, {}, false, kBoundSpace);
+  ASSERT_TRUE(pruned->result && simulated->result);
+  EXPECT_GT(pruned->result->count_memory_bound_only(), 0u);
+  EXPECT_EQ(simulated->result->count_memory_bound_only(), 0u);
+  for (size_t i = 0; i < pruned->result->configs.size(); ++i) {
+    const ConfigResult& p = pruned->result->configs[i];
+    const ConfigResult& s = simulated->result->configs[i];
+    EXPECT_EQ(p.status, s.status) << p.label;
+    if (p.memory_bound_only) {
+      EXPECT_FALSE(p.simulated());
+      EXPECT_LE(p.peak_memory_bytes, s.peak_memory_bytes) << p.label;
+      EXPECT_GT(p.peak_memory_bytes, p.memory_capacity_bytes) << p.label;
+    } else {
+      EXPECT_EQ(p.step_time_s, s.step_time_s) << p.label;
+      EXPECT_EQ(p.peak_memory_bytes, s.peak_memory_bytes) << p.label;
+    }
   }
 }
 
