@@ -55,9 +55,12 @@ StrId Module::intern(std::string_view s) {
 }
 
 TypeId Module::intern_type(const TensorType& t) {
-  auto [it, inserted] = type_ids_.emplace(t, static_cast<TypeId>(types_.size()));
-  if (inserted) types_.push_back(t);
-  return it->second;
+  // Look up first: emplace builds a node (an allocation) even when the type is there.
+  if (auto it = type_ids_.find(t); it != type_ids_.end()) return it->second;
+  auto id = static_cast<TypeId>(types_.size());
+  type_ids_.emplace(t, id);
+  types_.push_back(t);
+  return id;
 }
 
 DeviceSetId Module::intern_devices(const DeviceSet& set) {

@@ -157,20 +157,24 @@ ir::LocId Lowering::loc_of(SourceRange where) {
 
 // --- emitting ops ---
 
-std::vector<ir::ValueId> Lowering::append_multi(const Emit& at, ir::OpKind kind, std::span<const ir::ValueId> operands,
-                                                std::span<const ir::AttrValue> attrs,
-                                                std::span<const ir::Layout> layouts) {
-  std::vector<ir::LayoutId> layout_ids;
-  for (const ir::Layout& l : layouts) layout_ids.push_back(module_.intern_layout(l));
+ir::OpId Lowering::append_op(const Emit& at, ir::OpKind kind, std::span<const ir::ValueId> operands,
+                             std::span<const ir::AttrValue> attrs, std::span<const ir::Layout> layouts) {
+  layout_ids_.clear();
+  for (const ir::Layout& l : layouts) layout_ids_.push_back(module_.intern_layout(l));
   ir::OpSpec op;
   op.kind = kind;
   op.devices = stage_devices_[at.stage];
   op.operands = operands;
   op.attrs = attrs;
   op.meta = {at.stream, at.phase, static_cast<int16_t>(at.stage), at.micro_batch, loc_of(at.where)};
-  op.result_layouts = layout_ids;
-  ir::OpId id = builder().append(op);
-  const ir::Op& appended = function_->ops[id];
+  op.result_layouts = layout_ids_;
+  return builder().append(op);
+}
+
+std::vector<ir::ValueId> Lowering::append_multi(const Emit& at, ir::OpKind kind, std::span<const ir::ValueId> operands,
+                                                std::span<const ir::AttrValue> attrs,
+                                                std::span<const ir::Layout> layouts) {
+  const ir::Op& appended = function_->ops[append_op(at, kind, operands, attrs, layouts)];
   std::vector<ir::ValueId> results;
   for (int i = 0; i < appended.result_count; ++i) results.push_back(function_->result(appended, i));
   return results;
@@ -178,9 +182,10 @@ std::vector<ir::ValueId> Lowering::append_multi(const Emit& at, ir::OpKind kind,
 
 ir::ValueId Lowering::append(const Emit& at, ir::OpKind kind, std::initializer_list<ir::ValueId> operands,
                              std::initializer_list<ir::AttrValue> attrs, const ir::Layout& layout) {
-  std::vector<ir::ValueId> ops(operands);
-  std::vector<ir::AttrValue> as(attrs);
-  return append_multi(at, kind, ops, as, std::span<const ir::Layout>(&layout, 1)).front();
+  ir::OpId id =
+      append_op(at, kind, std::span<const ir::ValueId>(operands.begin(), operands.size()),
+                std::span<const ir::AttrValue>(attrs.begin(), attrs.size()), std::span<const ir::Layout>(&layout, 1));
+  return function_->ops[id].first_result;
 }
 
 ir::ValueId Lowering::box(const Emit& at, ir::ValueId value, const ir::Layout& from, const ir::Layout& to, bool reuse) {

@@ -53,6 +53,9 @@ class Lowering {
 
   ir::ValueId append(const Emit& at, ir::OpKind kind, std::initializer_list<ir::ValueId> operands,
                      std::initializer_list<ir::AttrValue> attrs, const ir::Layout& layout);
+  // One op; its result layouts are interned into a scratch list reused by every append.
+  ir::OpId append_op(const Emit& at, ir::OpKind kind, std::span<const ir::ValueId> operands,
+                     std::span<const ir::AttrValue> attrs, std::span<const ir::Layout> layouts);
   // Several results (layernorm_weight_grad, attention_grad, dropout, adam).
   std::vector<ir::ValueId> append_multi(const Emit& at, ir::OpKind kind, std::span<const ir::ValueId> operands,
                                         std::span<const ir::AttrValue> attrs, std::span<const ir::Layout> layouts);
@@ -175,6 +178,7 @@ class Lowering {
   std::vector<EinsumSpecs> einsum_specs_;             // per op, filled on first use
   std::vector<int32_t> weight_blocks_done_;           // per stage
   std::vector<ir::ValueId> loss_values_;
+  std::vector<ir::LayoutId> layout_ids_;  // append_op's scratch
   uint32_t next_channel_ = 1;
 
  public:
