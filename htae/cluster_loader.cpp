@@ -83,6 +83,7 @@ class ClusterLoader {
   void read_runtime(const toml::table& table, RuntimeSpec& runtime) {
     TableReader r(table, "runtime", toml_.file, sources_, diags_);
     runtime.overlap_factor = r.number("overlap_factor", false, 1.0, false).value_or(1.0);
+    runtime.prefetch_gathers = r.integer("prefetch_gathers", false, 0).value_or(runtime.prefetch_gathers);
     if (const toml::table* eff = r.table("collective_efficiency", false)) {
       TableReader e(*eff, "runtime.collective_efficiency", toml_.file, sources_, diags_);
       for (std::string_view name : kCollectiveNames) {

@@ -82,6 +82,13 @@ struct RuntimeSpec {
   // Compute is slowed by this factor while gradient communication runs on
   // the same device (Proteus' overlap factor gamma; 1 = no slowdown).
   double overlap_factor = 1.0;
+  // How many parameter all-gathers (ZeRO-3, FSDP: a parameter shard, or its
+  // low-precision copy, gathered on the feature stream) a device runs ahead
+  // of their use: gather n waits until computation reaches the first use of
+  // gather n - prefetch_gathers. 0: each is gathered when it is needed.
+  // Runtimes bound it to bound the memory of gathered weights (FSDP's
+  // rate limiter, DeepSpeed's stage3_prefetch_bucket_size).
+  int64_t prefetch_gathers = 2;
   // Fraction of link bandwidth a collective's transfers achieve, by
   // collective name ("all_reduce", ...); absent = 1.
   std::map<std::string, double, std::less<>> collective_efficiency;

@@ -121,6 +121,7 @@ class Executor {
   }
 
   void prepare();
+  void gate_parameter_gathers();
   void run();
   void signature_of(const ir::Op& op, std::string& out) const;
   SimReport report();
@@ -170,6 +171,9 @@ class Executor {
   OpEstimator estimator_;
   MemoryTracker memory_;
   std::vector<ClassState> state_;
+  // Per class, per position of its feature queue: the op its compute queue
+  // must have reached before that op may start (kNone: no wait).
+  std::vector<std::vector<OpId>> feature_gate_;
   int queue_count_ = kQueueCount;
   double overlap_rate_ = 1;
   double now_ = 0;
@@ -361,6 +365,60 @@ void Executor::prepare() {
     for (ir::Rank r : traced_ranks_) state_[classes_.of_rank(r)].traced = true;
   }
   queued_.assign(classes_.count(), 0);
+  if (queue_count_ > 1) gate_parameter_gathers();
+}
+
+// Parameter gathers run at most `prefetch_gathers` ahead of their use. A
+// gather never waits past the first compute use of itself or of any
+// feature op behind it in its queue, which computation must reach anyway:
+// the wait cannot deadlock.
+void Executor::gate_parameter_gathers() {
+  const size_t ops = f_.ops.size();
+  auto is_arg = [&](ValueId v) { return f_.values[v].def == kNone; };
+  auto parameter_gather = [&](const ir::Op& op) {
+    if (op.kind != ir::OpKind::AllGather || op.stream != ir::Stream::Feature || op.operand_count != 1) return false;
+    ValueId v = f_.operands(op)[0];
+    if (is_arg(v)) return true;
+    const ir::Op& def = f_.ops[f_.values[v].def];
+    return def.kind == ir::OpKind::Cast && def.operand_count == 1 && is_arg(f_.operands(def)[0]);
+  };
+  if (std::none_of(f_.ops.begin(), f_.ops.end(), parameter_gather)) return;
+  // Per op: the first compute op that reads it, directly or through other
+  // ops (consumers follow their operands in program order).
+  std::vector<OpId> first_compute_use(ops, kNone);
+  for (OpId i = static_cast<OpId>(ops); i-- > 0;) {
+    const ir::Op& op = f_.ops[i];
+    OpId reach = op.stream == ir::Stream::Compute && !is_comm(op) ? i : first_compute_use[i];
+    if (reach == kNone) continue;
+    for (ValueId v : f_.operands(op)) {
+      OpId def = f_.values[v].def;
+      if (def != kNone) first_compute_use[def] = std::min(first_compute_use[def], reach);
+    }
+  }
+  const auto ahead = static_cast<size_t>(cluster_.runtime.prefetch_gathers);
+  feature_gate_.resize(classes_.count());
+  std::vector<OpId> use_before;  // per position: the earliest compute use of it or of an op behind it
+  std::vector<OpId> gather_uses;
+  for (uint32_t c = 0; c < classes_.count(); ++c) {
+    const std::vector<OpId>& queue = state_[c].queues[static_cast<size_t>(ir::Stream::Feature)].ops;
+    std::vector<OpId>& gate = feature_gate_[c];
+    gate.assign(queue.size(), kNone);
+    use_before.assign(queue.size(), kNone);
+    OpId earliest = kNone;
+    for (size_t pos = queue.size(); pos-- > 0;) {
+      earliest = std::min(earliest, first_compute_use[queue[pos]]);
+      use_before[pos] = earliest;
+    }
+    gather_uses.clear();
+    for (size_t pos = 0; pos < queue.size(); ++pos) {
+      if (!parameter_gather(f_.ops[queue[pos]])) continue;
+      size_t n = gather_uses.size();
+      gather_uses.push_back(first_compute_use[queue[pos]]);
+      OpId bound = n >= ahead ? gather_uses[n - ahead] : kNone;
+      if (bound == kNone) continue;
+      gate[pos] = std::min(bound, use_before[pos]);
+    }
+  }
 }
 
 void Executor::account(uint32_t c) {
@@ -405,6 +463,11 @@ void Executor::try_start(uint32_t c) {
     OpId id = queue.ops[queue.pos];
     const ir::Op& op = f_.ops[id];
     if (!operands_ready(op, c)) continue;
+    if (q == static_cast<uint8_t>(ir::Stream::Feature) && !feature_gate_.empty()) {
+      OpId gate = feature_gate_[c][queue.pos];
+      const Queue& compute = s.queues[static_cast<size_t>(ir::Stream::Compute)];
+      if (gate != kNone && compute.pos < compute.ops.size() && compute.ops[compute.pos] < gate) continue;
+    }
     queue.busy = true;
     if (is_comm(op)) {
       arrive(c, id);

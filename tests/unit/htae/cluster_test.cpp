@@ -45,6 +45,33 @@ TEST(Cluster, ErrorsPointAtTheValueInTheFile) {
   EXPECT_EQ(diags.location(diags.diagnostics()[0].range), "c.toml:5:16");
 }
 
+const char* kSmallCluster =
+    "name = \"x\"\ngpus_per_node = 2\n[gpu]\nname = \"g\"\nmemory_bytes = 1000000000\nhbm_bandwidth = 1e12\n"
+    "launch_overhead = 0\n[gpu.peak_flops]\nfp32 = 1e12\n[intra_node]\nkind = \"nvswitch\"\nlatency = 0\n"
+    "gpu_bandwidth = 1e11\n[runtime]\n";
+
+TEST(Cluster, PrefetchGathersDefaultsToTwoAndIsRead) {
+  for (auto [runtime, expected] :
+       {std::pair{"", 2}, std::pair{"prefetch_gathers = 0\n", 0}, std::pair{"prefetch_gathers = 5\n", 5}}) {
+    SourceManager sources;
+    sources.add("c.toml", std::string(kSmallCluster) + runtime);
+    DiagnosticEngine diags(sources);
+    std::optional<ClusterSpec> spec = load_cluster(sources, diags, "c.toml");
+    ASSERT_TRUE(spec) << runtime;
+    EXPECT_EQ(spec->runtime.prefetch_gathers, expected) << runtime;
+  }
+}
+
+TEST(Cluster, NegativePrefetchGathersIsAnError) {
+  SourceManager sources;
+  sources.add("c.toml", std::string(kSmallCluster) + "prefetch_gathers = -1\n");
+  DiagnosticEngine diags(sources);
+  EXPECT_FALSE(load_cluster(sources, diags, "c.toml"));
+  ASSERT_EQ(diags.diagnostics().size(), 1u);
+  EXPECT_EQ(diags.diagnostics()[0].kind.name, "config-bad-value");
+  EXPECT_EQ(diags.location(diags.diagnostics()[0].range), "c.toml:15:20");
+}
+
 TEST(Topology, NvswitchRouteIsTwoLinksThroughTheSwitch) {
   Topology topo(load_preset("dgx-a100.toml"));
   std::vector<LinkId> route = topo.route(0, 7);
