@@ -92,6 +92,13 @@ std::vector<std::string> LogicalGraph::op_dims(const LogicalOp& op) const {
   return dims;
 }
 
+bool LogicalGraph::op_has_dim(const LogicalOp& op, std::string_view dim) const {
+  for (const Operand& in : op.inputs) {
+    if (std::find(in.dims.begin(), in.dims.end(), dim) != in.dims.end()) return true;
+  }
+  return std::find(op.output_dims.begin(), op.output_dims.end(), dim) != op.output_dims.end();
+}
+
 int64_t LogicalGraph::op_dim_size(const LogicalOp& op, const std::string& dim) const {
   for (const Operand& in : op.inputs) {
     for (size_t a = 0; a < in.dims.size(); ++a)

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/source/source_manager.h"
@@ -127,6 +128,8 @@ struct LogicalGraph {
 
   // The distinct dim names of an op, inputs first, in order of appearance.
   std::vector<std::string> op_dims(const LogicalOp& op) const;
+  // Whether some operand or the output of `op` has dim `dim` (op_dims without building the list).
+  bool op_has_dim(const LogicalOp& op, std::string_view dim) const;
   // Size of a named dim of an op; 0 when the op has no such dim.
   int64_t op_dim_size(const LogicalOp& op, const std::string& dim) const;
   // Ops that read a tensor, in order.

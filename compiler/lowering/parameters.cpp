@@ -15,6 +15,17 @@ void Lowering::create_parameters() {
   // Training keeps fp32 master weights; inference stores the weights in the
   // precision it computes in (fp16 serving holds 2 bytes per parameter).
   const ir::DType stored = spec.train.training ? ir::DType::F32 : spec.train.precision;
+  // Per stage and tensor: the stage's first op that reads it (one pass over
+  // each stage's ops, not one per parameter).
+  std::vector<std::vector<int32_t>> first_reader(stage_ops_.size());
+  for (size_t stage = 0; stage < stage_ops_.size(); ++stage) {
+    first_reader[stage].assign(graph.tensors.size(), -1);
+    for (int32_t op : stage_ops_[stage]) {
+      for (const Operand& in : graph.ops[op].inputs) {
+        if (first_reader[stage][in.tensor] < 0) first_reader[stage][in.tensor] = op;
+      }
+    }
+  }
   for (int32_t t = 0; t < static_cast<int32_t>(graph.tensors.size()); ++t) {
     const Tensor& tensor = graph.tensors[t];
     if (tensor.kind != TensorKind::Param) continue;
@@ -51,12 +62,7 @@ void Lowering::create_parameters() {
     for (ParamCopy& copy : copies) {
       for (int32_t stage : copy.stages) {
         stage_params_[stage].push_back(t);
-        const std::vector<int32_t>& ops = stage_ops_[stage];
-        auto reads = [&](int32_t op) {
-          const auto& in = graph.ops[op].inputs;
-          return std::any_of(in.begin(), in.end(), [&](const Operand& o) { return o.tensor == t; });
-        };
-        copy.first_readers.push_back(*std::find_if(ops.begin(), ops.end(), reads));
+        copy.first_readers.push_back(first_reader[static_cast<size_t>(stage)][t]);
       }
     }
   }

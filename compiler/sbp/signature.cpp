@@ -187,8 +187,7 @@ std::optional<AxisSignature> signature_for(const LogicalGraph& graph, const Logi
   }
 
   const std::string& dim = choice.dim;
-  std::vector<std::string> dims = graph.op_dims(op);
-  if (std::find(dims.begin(), dims.end(), dim) == dims.end()) {
+  if (!graph.op_has_dim(op, dim)) {
     why_not = fmt::format("{} has no dim '{}'", name, dim);
     return std::nullopt;
   }
