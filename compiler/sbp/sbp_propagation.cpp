@@ -1,7 +1,9 @@
 #include "compiler/sbp/sbp_propagation.h"
 
 #include <set>
+#include <string>
 #include <tuple>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -24,6 +26,33 @@ struct Propagator {
   SbpAssignment result;
   std::vector<bool> layout_known;  // inputs and params: fixed once chosen
   int axes = 0;
+  // Candidate signatures by what they depend on (the op's type, normalized
+  // axis, operand and output dim names; a reshape's sizes too): the layers
+  // of a repeat share them.
+  std::unordered_map<std::string, std::vector<AxisSignature>> candidate_cache;
+  std::string candidate_key;
+
+  const std::vector<AxisSignature>& candidates_of(const LogicalOp& op) {
+    std::string& key = candidate_key;
+    key.clear();
+    key += static_cast<char>(op.type);
+    key += std::to_string(op.axis);
+    for (const Operand& in : op.inputs) {
+      key += ';';
+      for (const std::string& d : in.dims) key += d, key += ',';
+    }
+    key += '|';
+    for (const std::string& d : op.output_dims) key += d, key += ',';
+    if (op.type == OpType::Reshape) {
+      for (int32_t t : {op.inputs[0].tensor, op.output}) {
+        key += '#';
+        for (const auto& d : graph.tensors[t].dims) key += std::to_string(d.size), key += ',';
+      }
+    }
+    auto [it, fresh] = candidate_cache.try_emplace(key);
+    if (fresh) it->second = candidate_signatures(graph, op);
+    return it->second;
+  }
 
   Propagator(const LogicalGraph& g, const StrategySpec& s, const PropagationOptions& o, DiagnosticEngine& d)
       : graph(g), spec(s), options(o), diags(d) {
@@ -136,7 +165,6 @@ struct Propagator {
     std::vector<ir::Layout> in_layouts;
     for (const Operand& in : op.inputs) in_layouts.push_back(result.layouts[in.tensor]);
     ir::Layout out_layout(axes, kBroadcast);
-    std::vector<AxisSignature> candidates = candidate_signatures(graph, op);
 
     for (int a = 0; a < axes; ++a) {
       std::optional<AxisSignature> sig;
@@ -180,7 +208,7 @@ struct Propagator {
       }
       if (!sig) {
         double best = 0;
-        for (const AxisSignature& c : candidates) {
+        for (const AxisSignature& c : candidates_of(op)) {
           if (!inherited(op, a, c) || !signature_divides(op, in_layouts, out_layout, a, c)) continue;
           double k = cost(op, a, c);
           if (!sig || k < best) {
