@@ -204,6 +204,48 @@ ValueId Builder::add_arg(std::string_view name, ArgKind kind, const TensorType& 
   return id;
 }
 
+void Builder::result_key(const Op& op, std::string& key) const {
+  key.clear();
+  auto put = [&](const auto& x) { key.append(reinterpret_cast<const char*>(&x), sizeof(x)); };
+  put(op.kind);
+  put(op.devices);
+  put(op.group_axes);
+  put(op.aux);
+  for (ValueId v : function_.operands(op)) put(function_.values[v].type);
+  for (const Attr& a : function_.attrs(op)) {
+    put(a.slot);
+    put(a.type);
+    if (a.type == AttrType::IntList) {
+      for (uint32_t k = 0; k < a.count; ++k) put(function_.int_pool[static_cast<size_t>(a.i) + k]);
+    } else {
+      put(a.i);  // the union's bits: an int, a double or a string id
+    }
+  }
+}
+
+const std::vector<TypeId>& Builder::infer_results(const OpSpec& spec, const Op& op) {
+  const OpInfo& info = op_info(spec.kind);
+  if (info.infer == nullptr) throw IrBuildError(fmt::format("{} needs its result types given", info.name));
+  result_key(op, key_);
+  auto [cached, fresh] = inferred_.try_emplace(key_);
+  if (!fresh) return cached->second;
+  // Scratch reused across appends: a fresh array of TensorTypes per op
+  // was a measurable share of lowering.
+  operand_types_.clear();
+  for (ValueId v : spec.operands) operand_types_.push_back(module_.value_type(function_, v));
+  std::span<const TensorType> operand_span = operand_types_;
+  AttrReader reader(spec.kind, function_.attrs(op), function_.int_pool, module_);
+  scratch_types_.clear();
+  std::string error;
+  OpContext ctx{operand_span, reader, group_size(module_, op)};
+  if (!info.infer(ctx, scratch_types_, error)) {
+    inferred_.erase(cached);
+    throw IrBuildError(fmt::format("{}: {}", info.name, error));
+  }
+  for (const TensorType& t : scratch_types_) cached->second.push_back(module_.intern_type(t));
+  return cached->second;
+}
+
 OpId Builder::append(const OpSpec& spec) {
   const OpInfo& info = op_info(spec.kind);
   Function& f = function_;
@@ -246,27 +288,13 @@ OpId Builder::append(const OpSpec& spec) {
   }
 
   op.first_result = static_cast<ValueId>(f.values.size());
-  size_t result_count = spec.result_types.size();
-  if (spec.result_types.empty()) {
-    if (info.infer == nullptr) throw IrBuildError(fmt::format("{} needs its result types given", info.name));
-    // Scratch reused across appends: a fresh array of TensorTypes per op
-    // was a measurable share of lowering.
-    operand_types_.clear();
-    for (ValueId v : spec.operands) operand_types_.push_back(module_.value_type(f, v));
-    std::span<const TensorType> operand_span = operand_types_;
-    AttrReader reader(spec.kind, f.attrs(op), f.int_pool, module_);
-    scratch_types_.clear();
-    std::string error;
-    Op probe = op;
-    OpContext ctx{operand_span, reader, group_size(module_, probe)};
-    if (!info.infer(ctx, scratch_types_, error)) throw IrBuildError(fmt::format("{}: {}", info.name, error));
-    result_count = scratch_types_.size();
-  }
-  op.result_count = static_cast<uint16_t>(result_count);
+  std::span<const TypeId> result_types = spec.result_types;
+  if (result_types.empty()) result_types = infer_results(spec, op);
+  op.result_count = static_cast<uint16_t>(result_types.size());
   auto op_id = static_cast<OpId>(f.ops.size());
-  for (size_t i = 0; i < result_count; ++i) {
+  for (size_t i = 0; i < result_types.size(); ++i) {
     Value v;
-    v.type = spec.result_types.empty() ? module_.intern_type(scratch_types_[i]) : spec.result_types[i];
+    v.type = result_types[i];
     v.devices = spec.devices;
     v.layout = i < spec.result_layouts.size() ? spec.result_layouts[i] : kNoLayout;
     v.name = i < spec.result_names.size() ? spec.result_names[i] : 0;

@@ -254,9 +254,19 @@ class Builder {
   Function& function() { return function_; }
 
  private:
+  // The key of an op's result types: its kind, placement, group, operand
+  // types and attributes (interned), what the shape rule reads.
+  void result_key(const Op& op, std::string& key) const;
+  // The registry's shape rule for `op`'s results, interned, cached by result_key.
+  const std::vector<TypeId>& infer_results(const OpSpec& spec, const Op& op);
+
   Module& module_;
   Function& function_;
   std::vector<TensorType> scratch_types_, operand_types_;
+  // Inferred result types by result_key: ops repeat per micro-batch and
+  // layer, and the shape rules (einsum parsing) were a large share of lowering.
+  std::unordered_map<std::string, std::vector<TypeId>> inferred_;
+  std::string key_;
 };
 
 }  // namespace dstc::ir
