@@ -824,14 +824,16 @@ std::vector<Dim> Model::op_dims(const Op& op) const {
   return out;
 }
 
-std::vector<Dim> Model::leaf_dims(NodeId leaf) const {
-  std::vector<Dim> out;
-  for (OpId id : nodes[leaf].ops) {
-    for (const Dim& d : op_dims(ops[id])) {
-      if (std::none_of(out.begin(), out.end(), [&](const Dim& x) { return x.name == d.name; })) out.push_back(d);
+void Model::index_leaf_dims() {
+  leaf_dims_.assign(nodes.size(), {});
+  for (size_t leaf = 0; leaf < nodes.size(); ++leaf) {
+    std::vector<Dim>& out = leaf_dims_[leaf];
+    for (OpId id : nodes[leaf].ops) {
+      for (const Dim& d : op_dims(ops[id])) {
+        if (std::none_of(out.begin(), out.end(), [&](const Dim& x) { return x.name == d.name; })) out.push_back(d);
+      }
     }
   }
-  return out;
 }
 
 std::vector<ParamOverride> parse_defines(const std::vector<std::string>& defines, DiagnosticEngine& diags) {
@@ -954,7 +956,9 @@ bool bind_params(const std::vector<ParamDecl>& params, const std::vector<Arg>& a
 std::optional<Model> elaborate_model(const Program& program, const DeclRef& model,
                                      const std::vector<ParamOverride>& overrides, DiagnosticEngine& diags) {
   ModelElaborator e(program, diags);
-  return e.run(model, overrides);
+  std::optional<Model> m = e.run(model, overrides);
+  if (m) m->index_leaf_dims();
+  return m;
 }
 
 }  // namespace dstc::frontend

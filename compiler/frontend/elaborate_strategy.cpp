@@ -699,7 +699,15 @@ class StrategyElaborator {
   }
 
   // Each split dim must be divisible by the product of the axes splitting it.
-  bool divisible(const std::vector<Sbp>& sbp, const std::vector<Dim>& dims, SourceRange at, const std::string& where) {
+  // "blocks[3].attn.qkv (Linear)": a leaf as diagnostics name it.
+  std::string leaf_label(NodeId leaf) const {
+    const Node& n = out_.model->nodes[leaf];
+    return fmt::format("{} ({})", n.path, n.component);
+  }
+
+  // `where()` names what the dims belong to, formatted only for a diagnostic.
+  template <typename Where>
+  bool divisible(const std::vector<Sbp>& sbp, const std::vector<Dim>& dims, SourceRange at, const Where& where) {
     for (const Dim& d : dims) {
       int64_t parts = 1;
       for (size_t a = 0; a < sbp.size(); ++a) {
@@ -707,7 +715,7 @@ class StrategyElaborator {
       }
       if (d.size % parts != 0) {
         diags_.error(diag::kSplitNotDivisible, at,
-                     fmt::format("dim {} of {} has size {}, which {} device{} cannot split evenly", d.name, where,
+                     fmt::format("dim {} of {} has size {}, which {} device{} cannot split evenly", d.name, where(),
                                  d.size, parts, parts == 1 ? "" : "s"));
         return false;
       }
@@ -715,8 +723,9 @@ class StrategyElaborator {
     return true;
   }
 
+  template <typename Where>
   bool dims_known(const std::vector<Sbp>& sbp, const std::vector<Dim>& dims, const std::vector<AxisSbp>& written,
-                  const std::string& where, bool report) {
+                  const Where& where, bool report) {
     for (size_t a = 0; a < sbp.size(); ++a) {
       if (sbp[a].kind != SbpKind::Split || sbp[a].dim.empty()) continue;
       if (std::none_of(dims.begin(), dims.end(), [&](const Dim& d) { return d.name == sbp[a].dim; })) {
@@ -728,7 +737,7 @@ class StrategyElaborator {
             if (w.axis == out_.mesh[a].name) at = w.arg_range;
           }
           diags_.error(diag::kUnknownDim, at,
-                       fmt::format("{} has no dim '{}' (its dims: {})", where, sbp[a].dim, names));
+                       fmt::format("{} has no dim '{}' (its dims: {})", where(), sbp[a].dim, names));
         }
         return false;
       }
@@ -763,9 +772,8 @@ class StrategyElaborator {
     std::optional<std::vector<Sbp>> sbp = sbp_list(s.sbp, false);
     if (!sbp) return;
     for (NodeId leaf : leaves) {
-      const Node& n = out_.model->nodes[leaf];
-      std::vector<Dim> dims = out_.model->leaf_dims(leaf);
-      std::string where = fmt::format("{} ({})", n.path, n.component);
+      const std::vector<Dim>& dims = out_.model->leaf_dims(leaf);
+      auto where = [&] { return leaf_label(leaf); };
       if (!dims_known(*sbp, dims, s.sbp, where, true)) return;
       if (!divisible(*sbp, dims, s.range, where)) return;
       explicit_[leaf] = out_.compute.size();
@@ -781,11 +789,10 @@ class StrategyElaborator {
     for (size_t i = 1; i < m.nodes.size(); ++i) {
       auto leaf = static_cast<NodeId>(i);
       if (!m.nodes[i].is_leaf() || explicit_.count(leaf)) continue;
-      std::vector<Dim> dims = m.leaf_dims(leaf);
-      if (!dims_known(out_.default_compute->sbp, dims, *default_written_, "", false)) continue;
-      if (!divisible(out_.default_compute->sbp, dims, out_.default_compute->range,
-                     fmt::format("{} ({})", m.nodes[i].path, m.nodes[i].component)))
-        return;
+      const std::vector<Dim>& dims = m.leaf_dims(leaf);
+      auto where = [&] { return leaf_label(leaf); };
+      if (!dims_known(out_.default_compute->sbp, dims, *default_written_, where, false)) continue;
+      if (!divisible(out_.default_compute->sbp, dims, out_.default_compute->range, where)) return;
       ComputeConfig c = *out_.default_compute;
       c.leaf = leaf;
       out_.compute.push_back(std::move(c));
@@ -834,7 +841,9 @@ class StrategyElaborator {
         } else {
           auto it = std::find_if(tensor.dims.begin(), tensor.dims.end(), [&](const Dim& d) { return d.name == x.dim; });
           if (it == tensor.dims.end()) {
-            if (!dims_known(resolved, tensor.dims, s.sbp, tensor.name, true)) return;
+            if (!dims_known(
+                    resolved, tensor.dims, s.sbp, [&] { return tensor.name; }, true))
+              return;
           }
           x.dim_index = static_cast<int>(it - tensor.dims.begin());
         }
@@ -863,9 +872,8 @@ class StrategyElaborator {
     for (const auto& [key, roles] : roles_won) {
       MemoryConfig config = memory_candidates_[key.second].config;
       config.roles = roles;
-      if (!divisible(config.sbp, out_.model->tensors[config.tensor].dims, config.range,
-                     out_.model->tensors[config.tensor].name))
-        return;
+      const Tensor& tensor = out_.model->tensors[config.tensor];
+      if (!divisible(config.sbp, tensor.dims, config.range, [&] { return tensor.name; })) return;
       out_.memory.push_back(std::move(config));
     }
   }

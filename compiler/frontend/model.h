@@ -108,8 +108,13 @@ struct Model {
   // The dims an op iterates over: its inputs' and output's, by name, first
   // appearance first.
   std::vector<Dim> op_dims(const Op& op) const;
-  // The union of op_dims over a leaf's ops.
-  std::vector<Dim> leaf_dims(NodeId leaf) const;
+  // The union of op_dims over a leaf's ops (from the table index_leaf_dims
+  // fills, once per model: every strategy elaborated for it asks).
+  const std::vector<Dim>& leaf_dims(NodeId leaf) const { return leaf_dims_[leaf]; }
+  void index_leaf_dims();
+
+ private:
+  std::vector<std::vector<Dim>> leaf_dims_;  // per node; empty for inner nodes
 };
 
 }  // namespace dstc::frontend
