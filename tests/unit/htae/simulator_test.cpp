@@ -259,15 +259,20 @@ func @f {
 }
 )";
 
+constexpr double kGather = 8192 / 1e10;
+
+Outcome simulate_gathered_layers(int64_t prefetch_gathers) {
+  ClusterSpec cluster = test_cluster(1, 2);
+  cluster.runtime.prefetch_gathers = prefetch_gathers;
+  return simulate_text(kGatheredLayers, cluster);
+}
+
 // prefetch_gathers = 0: each gather waits for computation to reach its
 // matmul, so all three are exposed and one gathered weight lives at a time.
 TEST(Simulator, ParameterGathersWaitForTheirUseWithoutPrefetch) {
-  ClusterSpec cluster = test_cluster(1, 2);
-  cluster.runtime.prefetch_gathers = 0;
-  Outcome run = simulate_text(kGatheredLayers, cluster);
+  Outcome run = simulate_gathered_layers(0);
   ASSERT_TRUE(run.report) << run.errors;
-  double gather = 8192 / 1e10;
-  EXPECT_NEAR(run.report->step_time_s, 3 * kMs + 3 * gather, 1e-12);
+  EXPECT_NEAR(run.report->step_time_s, 3 * kMs + 3 * kGather, 1e-12);
   // x and the shards (40 KiB), then h, the gathered weight and the result.
   EXPECT_EQ(run.report->peak_memory_bytes[0], (40 + 48) * 1024);
 }
@@ -275,12 +280,9 @@ TEST(Simulator, ParameterGathersWaitForTheirUseWithoutPrefetch) {
 // prefetch_gathers = 1: the second gather runs beside the first matmul, the
 // third waits until computation reaches the second matmul: one exposed.
 TEST(Simulator, ParameterGathersRunAtMostPrefetchGathersAhead) {
-  ClusterSpec cluster = test_cluster(1, 2);
-  cluster.runtime.prefetch_gathers = 1;
-  Outcome run = simulate_text(kGatheredLayers, cluster);
+  Outcome run = simulate_gathered_layers(1);
   ASSERT_TRUE(run.report) << run.errors;
-  double gather = 8192 / 1e10;
-  EXPECT_NEAR(run.report->step_time_s, 3 * kMs + gather, 1e-9);
+  EXPECT_NEAR(run.report->step_time_s, 3 * kMs + kGather, 1e-9);
   EXPECT_GT(run.report->peak_memory_bytes[0], (40 + 48) * 1024);
 }
 
