@@ -13,6 +13,13 @@
 
 namespace dstc::compiler {
 
+// The strategy checked and planned, not yet lowered: every error a strategy
+// can have is found by here (lowering reports none).
+struct PlannedStrategy {
+  ResolvedStrategy resolved;
+  SbpAssignment sbp;
+};
+
 struct CompiledStrategy {
   ResolvedStrategy resolved;
   SbpAssignment sbp;
@@ -20,7 +27,12 @@ struct CompiledStrategy {
 };
 
 // nullopt when the strategy has errors (reported to `diags`).
+std::optional<PlannedStrategy> plan_strategy(const LogicalGraph& graph, const StrategySpec& spec,
+                                             SourceManager& sources, DiagnosticEngine& diags);
 std::optional<CompiledStrategy> compile_strategy(const LogicalGraph& graph, const StrategySpec& spec,
                                                  SourceManager& sources, DiagnosticEngine& diags);
+// Lowers what plan_strategy returned.
+CompiledStrategy lower_planned(const LogicalGraph& graph, const StrategySpec& spec, PlannedStrategy planned,
+                               const SourceManager& sources);
 
 }  // namespace dstc::compiler

@@ -4,10 +4,11 @@
 // devices, a batch too large to hold), and its configurations with many
 // micro-batches are its largest modules. A configuration's memory lower
 // bound (htae/memory_lower_bound.h) only needs its arguments and its forward
-// ops' shapes, which its micro-batch count does not change, so the search
-// compiles the configuration with the fewest micro-batches of the same size
-// its schedule allows (one; the pipeline ranks for the interleaved
-// schedule), and drops it when even that bound exceeds a device's memory.
+// ops' shapes, which its micro-batch count does not change, so once the
+// configuration is checked (bridged and planned) the search compiles it with
+// the fewest micro-batches of the same size its schedule allows (one; the
+// pipeline ranks for the interleaved schedule), and drops it when even that
+// bound exceeds a device's memory.
 #pragma once
 
 #include <optional>

@@ -77,20 +77,24 @@ void compile_and_simulate(const frontend::Strategy& strategy, const htae::Cluste
     out.memory_capacity_bytes = cluster.gpu.memory_bytes;
   };
   try {
+    // The configuration is checked whole first, so an invalid one is
+    // reported invalid even where its probe would not fit.
+    std::optional<compiler::BridgedProgram> bridged = compiler::bridge_strategy(strategy, diags);
+    if (!bridged) return fail();
+    std::optional<compiler::PlannedStrategy> planned =
+        compiler::plan_strategy(bridged->graph, bridged->spec, sources, diags);
+    if (!planned) return fail();
     std::optional<frontend::Strategy> fewer;
     if (prune_by_memory_bound) fewer = fewest_micro_batches_form(strategy);
     if (fewer) {
       if (auto bound = memory_bound_exceeding(*fewer, cluster, sources)) return out_of_memory_by_bound(*bound);
     }
-    std::optional<compiler::BridgedProgram> bridged = compiler::bridge_strategy(strategy, diags);
-    if (!bridged) return fail();
-    std::optional<compiler::CompiledStrategy> compiled =
-        compiler::compile_strategy(bridged->graph, bridged->spec, sources, diags);
-    if (!compiled) return fail();
+    compiler::CompiledStrategy compiled =
+        compiler::lower_planned(bridged->graph, bridged->spec, std::move(*planned), sources);
     // Without fewer micro-batches to probe, the configuration is its own probe.
     if (prune_by_memory_bound && !fewer) {
-      if (const ir::Function* f = htae::find_function(compiled->module, {})) {
-        htae::MemoryLowerBound bound = htae::memory_lower_bound(compiled->module, *f);
+      if (const ir::Function* f = htae::find_function(compiled.module, {})) {
+        htae::MemoryLowerBound bound = htae::memory_lower_bound(compiled.module, *f);
         if (bound.bytes > cluster.gpu.memory_bytes) return out_of_memory_by_bound(bound);
       }
     }
@@ -99,7 +103,7 @@ void compile_and_simulate(const frontend::Strategy& strategy, const htae::Cluste
     if (std::optional<int64_t> seq = model_sequence_length(*strategy.model); seq && *seq > 1) {
       options.sequence_length = *seq;
     }
-    std::optional<htae::SimReport> report = htae::simulate(compiled->module, cluster, options, diags);
+    std::optional<htae::SimReport> report = htae::simulate(compiled.module, cluster, options, diags);
     if (!report) return fail();
     out.status = report->oom ? ConfigStatus::out_of_memory : ConfigStatus::ranked;
     out.step_time_s = report->step_time_s;
