@@ -216,22 +216,13 @@ class Executor {
   std::vector<ir::Rank> traced_ranks_;
 };
 
-// What an op's price depends on: its kind, attributes and operand and
-// result types (interned, so equal types have equal ids).
+// What an op's price depends on: its signature (kind, operand types,
+// attributes) and its result types.
 void Executor::signature_of(const ir::Op& op, std::string& out) const {
   out.clear();
-  auto put = [&](const auto& x) { out.append(reinterpret_cast<const char*>(&x), sizeof(x)); };
-  put(op.kind);
-  for (ValueId v : f_.operands(op)) put(f_.values[v].type);
-  for (uint16_t r = 0; r < op.result_count; ++r) put(f_.values[op.first_result + r].type);
-  for (const ir::Attr& a : f_.attrs(op)) {
-    put(a.slot);
-    if (a.type == ir::AttrType::IntList) {
-      for (uint32_t k = 0; k < a.count; ++k) put(f_.int_pool[static_cast<size_t>(a.i) + k]);
-    } else {
-      put(a.i);  // the union's bits: an int, a double or a string id
-    }
-  }
+  f_.append_signature(op, out);
+  for (uint16_t r = 0; r < op.result_count; ++r)
+    out.append(reinterpret_cast<const char*>(&f_.values[op.first_result + r].type), sizeof(ir::TypeId));
 }
 
 void Executor::prepare() {

@@ -196,6 +196,21 @@ size_t Module::memory_bytes() const {
   return bytes;
 }
 
+void Function::append_signature(const Op& op, std::string& key) const {
+  auto put = [&](const auto& x) { key.append(reinterpret_cast<const char*>(&x), sizeof(x)); };
+  put(op.kind);
+  for (ValueId v : operands(op)) put(values[v].type);
+  for (const Attr& a : attrs(op)) {
+    put(a.slot);
+    put(a.type);
+    if (a.type == AttrType::IntList) {
+      for (int64_t x : ints(a)) put(x);
+    } else {
+      put(a.i);  // the union's bits: an int, a double or a string id
+    }
+  }
+}
+
 ValueId Builder::add_arg(std::string_view name, ArgKind kind, const TensorType& type, DeviceSetId devices,
                          LayoutId layout) {
   auto id = static_cast<ValueId>(function_.values.size());
@@ -207,20 +222,10 @@ ValueId Builder::add_arg(std::string_view name, ArgKind kind, const TensorType& 
 void Builder::result_key(const Op& op, std::string& key) const {
   key.clear();
   auto put = [&](const auto& x) { key.append(reinterpret_cast<const char*>(&x), sizeof(x)); };
-  put(op.kind);
   put(op.devices);
   put(op.group_axes);
   put(op.aux);
-  for (ValueId v : function_.operands(op)) put(function_.values[v].type);
-  for (const Attr& a : function_.attrs(op)) {
-    put(a.slot);
-    put(a.type);
-    if (a.type == AttrType::IntList) {
-      for (uint32_t k = 0; k < a.count; ++k) put(function_.int_pool[static_cast<size_t>(a.i) + k]);
-    } else {
-      put(a.i);  // the union's bits: an int, a double or a string id
-    }
-  }
+  function_.append_signature(op, key);
 }
 
 const std::vector<TypeId>& Builder::infer_results(const OpSpec& spec, const Op& op) {

@@ -107,6 +107,11 @@ class Function {
   SourceRange value_range(ValueId v) const { return v < value_ranges.size() ? value_ranges[v] : SourceRange{}; }
   // Heap bytes held by this function's vectors (capacities).
   size_t memory_bytes() const;
+  // Appends to `key` the bytes of what an op computes: its kind, operand
+  // types (interned, so equal types have equal ids) and attributes. Ops
+  // repeat per layer and micro-batch; the builder and the simulator key
+  // their caches on this.
+  void append_signature(const Op& op, std::string& key) const;
 };
 
 // An attribute as a builder or parser passes it: by name, resolved to the

@@ -13,15 +13,15 @@ std::optional<frontend::Strategy> fewest_micro_batches_form(const frontend::Stra
   }
   int64_t micro_batches = (root && root->micro_batches ? *root->micro_batches : 1) * strategy.run.accumulate;
   int64_t batch = strategy.run.batch * strategy.run.accumulate;
+  // A table schedule names its micro-batches itself.
+  if (root && root->kind == frontend::ScheduleKind::Table) return std::nullopt;
   // The interleaved schedule needs a multiple of the pipeline ranks.
   int64_t fewest = 1;
   if (root && root->kind == frontend::ScheduleKind::Interleaved && strategy.pipeline.present &&
       strategy.pipeline.axis < strategy.mesh.size()) {
     fewest = strategy.mesh[strategy.pipeline.axis].size;
   }
-  // A table schedule names its micro-batches itself.
-  if (root && root->kind == frontend::ScheduleKind::Table) return std::nullopt;
-  if (micro_batches <= fewest || fewest <= 0 || batch % micro_batches != 0) return std::nullopt;
+  if (micro_batches <= fewest || batch % micro_batches != 0) return std::nullopt;
   frontend::Strategy fewer = strategy;
   fewer.run.batch = batch / micro_batches * fewest;
   fewer.run.accumulate = 1;
@@ -39,9 +39,14 @@ std::optional<htae::MemoryLowerBound> memory_bound_exceeding(const frontend::Str
   std::optional<compiler::CompiledStrategy> compiled =
       compiler::compile_strategy(bridged->graph, bridged->spec, sources, diags);
   if (!compiled) return std::nullopt;
-  const ir::Function* f = htae::find_function(compiled->module, {});
+  return memory_bound_exceeding(compiled->module, cluster);
+}
+
+std::optional<htae::MemoryLowerBound> memory_bound_exceeding(const ir::Module& module,
+                                                             const htae::ClusterSpec& cluster) {
+  const ir::Function* f = htae::find_function(module, {});
   if (!f) return std::nullopt;
-  htae::MemoryLowerBound bound = htae::memory_lower_bound(compiled->module, *f);
+  htae::MemoryLowerBound bound = htae::memory_lower_bound(module, *f);
   if (bound.bytes <= cluster.gpu.memory_bytes) return std::nullopt;
   return bound;
 }

@@ -16,6 +16,7 @@
 #include "compiler/frontend/strategy.h"
 #include "htae/cluster_spec.h"
 #include "htae/memory_lower_bound.h"
+#include "ir/module.h"
 #include "ir/source/source_manager.h"
 
 namespace dstc::search {
@@ -30,5 +31,8 @@ std::optional<frontend::Strategy> fewest_micro_batches_form(const frontend::Stra
 // configuration is then compiled and simulated as usual).
 std::optional<htae::MemoryLowerBound> memory_bound_exceeding(const frontend::Strategy& strategy,
                                                              const htae::ClusterSpec& cluster, SourceManager& sources);
+// The same for a compiled module (a configuration that is its own probe).
+std::optional<htae::MemoryLowerBound> memory_bound_exceeding(const ir::Module& module,
+                                                             const htae::ClusterSpec& cluster);
 
 }  // namespace dstc::search

@@ -93,10 +93,7 @@ void compile_and_simulate(const frontend::Strategy& strategy, const htae::Cluste
         compiler::lower_planned(bridged->graph, bridged->spec, std::move(*planned), sources);
     // Without fewer micro-batches to probe, the configuration is its own probe.
     if (prune_by_memory_bound && !fewer) {
-      if (const ir::Function* f = htae::find_function(compiled.module, {})) {
-        htae::MemoryLowerBound bound = htae::memory_lower_bound(compiled.module, *f);
-        if (bound.bytes > cluster.gpu.memory_bytes) return out_of_memory_by_bound(bound);
-      }
+      if (auto bound = memory_bound_exceeding(compiled.module, cluster)) return out_of_memory_by_bound(*bound);
     }
     htae::SimOptions options;
     options.global_batch = strategy.run.batch * strategy.run.accumulate;
