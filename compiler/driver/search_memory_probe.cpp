@@ -1,45 +1,71 @@
 #include "compiler/driver/search_memory_probe.h"
 
-#include "compiler/bridge/bridge.h"
-#include "compiler/compile_strategy.h"
+#include <vector>
+
+#include "compiler/lowering/lowering.h"
+#include "compiler/strategy/strategy_tree.h"
 #include "htae/simulator.h"
 
 namespace dstc::search {
+namespace {
 
-std::optional<frontend::Strategy> fewest_micro_batches_form(const frontend::Strategy& strategy) {
-  const frontend::ScheduleConfig* root = nullptr;
-  for (const frontend::ScheduleConfig& sc : strategy.schedules) {
-    if (sc.node == 0) root = &sc;
+// Shrinks a bridged program's batch to `micro_batches` micro-batches of the
+// size it has with `planned_micro_batches`, and restores it when destroyed.
+class FewerMicroBatches {
+ public:
+  FewerMicroBatches(compiler::BridgedProgram& bridged, int32_t planned_micro_batches, int32_t micro_batches)
+      : bridged_(bridged) {
+    for (compiler::Tensor& t : bridged_.graph.tensors) {
+      if (t.batch_axis < 0) continue;
+      int64_t& size = t.dims[t.batch_axis].size;
+      batch_sizes_.push_back(size);
+      size = size / planned_micro_batches * micro_batches;
+    }
+    for (std::optional<compiler::ScheduleConfig>& c : bridged_.spec.schedule) {
+      micro_batch_configs_.push_back(c ? c->micro_batches : std::nullopt);
+      if (c && c->micro_batches) c->micro_batches = micro_batches;
+    }
   }
-  int64_t micro_batches = (root && root->micro_batches ? *root->micro_batches : 1) * strategy.run.accumulate;
-  int64_t batch = strategy.run.batch * strategy.run.accumulate;
-  // A table schedule names its micro-batches itself.
-  if (root && root->kind == frontend::ScheduleKind::Table) return std::nullopt;
+  ~FewerMicroBatches() {
+    size_t next = 0;
+    for (compiler::Tensor& t : bridged_.graph.tensors) {
+      if (t.batch_axis >= 0) t.dims[t.batch_axis].size = batch_sizes_[next++];
+    }
+    for (size_t n = 0; n < bridged_.spec.schedule.size(); ++n) {
+      if (bridged_.spec.schedule[n]) bridged_.spec.schedule[n]->micro_batches = micro_batch_configs_[n];
+    }
+  }
+  FewerMicroBatches(const FewerMicroBatches&) = delete;
+  FewerMicroBatches& operator=(const FewerMicroBatches&) = delete;
+
+ private:
+  compiler::BridgedProgram& bridged_;
+  std::vector<int64_t> batch_sizes_;
+  std::vector<std::optional<int32_t>> micro_batch_configs_;
+};
+
+}  // namespace
+
+std::optional<int32_t> fewest_micro_batches(const compiler::ResolvedStrategy& resolved) {
+  const compiler::ResolvedSchedule& schedule = resolved.schedule[resolved.schedule_node];
+  if (schedule.table) return std::nullopt;
   // The interleaved schedule needs a multiple of the pipeline ranks.
-  int64_t fewest = 1;
-  if (root && root->kind == frontend::ScheduleKind::Interleaved && strategy.pipeline.present &&
-      strategy.pipeline.axis < strategy.mesh.size()) {
-    fewest = strategy.mesh[strategy.pipeline.axis].size;
-  }
-  if (micro_batches <= fewest || batch % micro_batches != 0) return std::nullopt;
-  frontend::Strategy fewer = strategy;
-  fewer.run.batch = batch / micro_batches * fewest;
-  fewer.run.accumulate = 1;
-  for (frontend::ScheduleConfig& sc : fewer.schedules) {
-    if (sc.micro_batches) sc.micro_batches = fewest;
-  }
-  return fewer;
+  int32_t fewest = schedule.kind == schedule::ScheduleKind::Interleaved ? resolved.pipeline_ranks : 1;
+  if (resolved.micro_batches <= fewest) return std::nullopt;
+  return fewest;
 }
 
-std::optional<htae::MemoryLowerBound> memory_bound_exceeding(const frontend::Strategy& strategy,
-                                                             const htae::ClusterSpec& cluster, SourceManager& sources) {
+std::optional<htae::MemoryLowerBound> memory_bound_exceeding(compiler::BridgedProgram& bridged,
+                                                             const compiler::PlannedStrategy& planned,
+                                                             int32_t micro_batches, const htae::ClusterSpec& cluster,
+                                                             SourceManager& sources) {
+  FewerMicroBatches probe(bridged, planned.resolved.micro_batches, micro_batches);
   DiagnosticEngine diags(sources);
-  std::optional<compiler::BridgedProgram> bridged = compiler::bridge_strategy(strategy, diags);
-  if (!bridged) return std::nullopt;
-  std::optional<compiler::CompiledStrategy> compiled =
-      compiler::compile_strategy(bridged->graph, bridged->spec, sources, diags);
-  if (!compiled) return std::nullopt;
-  return memory_bound_exceeding(compiled->module, cluster);
+  std::optional<compiler::ResolvedStrategy> resolved =
+      compiler::resolve_strategy(bridged.graph, bridged.spec, sources, diags);
+  if (!resolved) return std::nullopt;
+  ir::Module module = compiler::lower_to_ir(bridged.graph, bridged.spec, planned.sbp, *resolved, sources);
+  return memory_bound_exceeding(module, cluster);
 }
 
 std::optional<htae::MemoryLowerBound> memory_bound_exceeding(const ir::Module& module,

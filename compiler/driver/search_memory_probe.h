@@ -5,15 +5,16 @@
 // micro-batches are its largest modules. A configuration's memory lower
 // bound (htae/memory_lower_bound.h) only needs its arguments and its forward
 // ops' shapes, which its micro-batch count does not change, so once the
-// configuration is checked (bridged and planned) the search compiles it with
-// the fewest micro-batches of the same size its schedule allows (one; the
-// pipeline ranks for the interleaved schedule), and drops it when even that
-// bound exceeds a device's memory.
+// configuration is checked (bridged and planned) the search lowers it, with
+// the same SBP plan, with the fewest micro-batches of the same size its
+// schedule allows (one; the pipeline ranks for the interleaved schedule),
+// and drops it when even that bound exceeds a device's memory.
 #pragma once
 
 #include <optional>
 
-#include "compiler/frontend/strategy.h"
+#include "compiler/bridge/bridge.h"
+#include "compiler/compile_strategy.h"
 #include "htae/cluster_spec.h"
 #include "htae/memory_lower_bound.h"
 #include "ir/module.h"
@@ -21,16 +22,21 @@
 
 namespace dstc::search {
 
-// `strategy` with fewer micro-batches of the same size, or nullopt when it
-// has no fewer (or its micro-batches do not divide its batch, which the
-// compiler reports).
-std::optional<frontend::Strategy> fewest_micro_batches_form(const frontend::Strategy& strategy);
+// The fewest micro-batches of the same size that the planned
+// configuration's schedule allows, when fewer than it has; nullopt when it
+// has no fewer (a schedule table names its own).
+std::optional<int32_t> fewest_micro_batches(const compiler::ResolvedStrategy& resolved);
 
-// The memory lower bound of `strategy` when it exceeds `cluster`'s device
-// memory; nullopt when the bound fits or the probe does not compile (the
-// configuration is then compiled and simulated as usual).
-std::optional<htae::MemoryLowerBound> memory_bound_exceeding(const frontend::Strategy& strategy,
-                                                             const htae::ClusterSpec& cluster, SourceManager& sources);
+// The memory lower bound of the configuration (`bridged`, `planned`)
+// lowered with `micro_batches` micro-batches of the same size and the same
+// SBP plan, when it exceeds `cluster`'s device memory; nullopt when the
+// bound fits or the probe does not resolve (the configuration is then
+// compiled and simulated as usual). `bridged` is resized for the probe and
+// restored before returning.
+std::optional<htae::MemoryLowerBound> memory_bound_exceeding(compiler::BridgedProgram& bridged,
+                                                             const compiler::PlannedStrategy& planned,
+                                                             int32_t micro_batches, const htae::ClusterSpec& cluster,
+                                                             SourceManager& sources);
 // The same for a compiled module (a configuration that is its own probe).
 std::optional<htae::MemoryLowerBound> memory_bound_exceeding(const ir::Module& module,
                                                              const htae::ClusterSpec& cluster);

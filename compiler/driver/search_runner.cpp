@@ -98,10 +98,12 @@ void compile_and_simulate(const frontend::Strategy& strategy, const htae::Cluste
     std::optional<compiler::PlannedStrategy> planned =
         compiler::plan_strategy(bridged->graph, bridged->spec, sources, diags);
     if (!planned) return fail();
-    std::optional<frontend::Strategy> fewer;
-    if (prune_by_memory_bound) fewer = fewest_micro_batches_form(strategy);
+    std::optional<int32_t> fewer;
+    if (prune_by_memory_bound) fewer = fewest_micro_batches(planned->resolved);
     if (fewer) {
-      if (auto bound = memory_bound_exceeding(*fewer, cluster, sources)) return out_of_memory_by_bound(*bound);
+      if (auto bound = memory_bound_exceeding(*bridged, *planned, *fewer, cluster, sources)) {
+        return out_of_memory_by_bound(*bound);
+      }
     }
     compiler::CompiledStrategy compiled =
         compiler::lower_planned(bridged->graph, bridged->spec, std::move(*planned), sources);

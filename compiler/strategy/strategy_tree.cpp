@@ -76,8 +76,8 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
   const bool pipelined = spec.pipeline.axis >= 0;
   // The pipelined node's schedule drives the pipeline; explicit stage lists
   // (and no pipeline) take the root's.
-  const int32_t schedule_node = pipelined && spec.pipeline.node >= 0 ? spec.pipeline.node : 0;
-  const ResolvedSchedule& root = out.schedule[schedule_node];
+  out.schedule_node = pipelined && spec.pipeline.node >= 0 ? spec.pipeline.node : 0;
+  const ResolvedSchedule& root = out.schedule[out.schedule_node];
   out.micro_batches = root.micro_batches;
   SourceRange schedule_where = config_range(spec, root.set_at);
 

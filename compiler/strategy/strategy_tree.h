@@ -27,6 +27,7 @@ struct ResolvedSchedule {
 
 struct ResolvedStrategy {
   std::vector<ResolvedSchedule> schedule;  // per tree node
+  int32_t schedule_node = 0;               // the node whose schedule drives the pipeline
   std::vector<int32_t> stage_of_op;        // per op
   int32_t num_stages = 1;
   int32_t pipeline_ranks = 1;  // size of the pipeline mesh axis

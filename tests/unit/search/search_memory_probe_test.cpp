@@ -1,0 +1,118 @@
+#include <gtest/gtest.h>
+
+#include "compiler/bridge/bridge.h"
+#include "compiler/compile_strategy.h"
+#include "compiler/driver/search_memory_probe.h"
+#include "compiler/frontend/frontend.h"
+#include "ir/printer.h"
+
+namespace dstc::search {
+namespace {
+
+// Beside the search goldens, so that the model import and the cluster resolve.
+const std::string kPath = std::string(DSTC_SOURCE_DIR) + "/tests/golden/search/probe_test.dstrat";
+const std::string kStrategies = R"(
+import "../../../examples/models/gpt2.dstrat"
+
+strategy OneF(pp = 2, micro = 4, batch = 16) for GPT2(hidden = 64, heads = 2, layers = 4, vocab = 256, seq = 16) on "tiny-cluster.toml" {
+  mesh [pp: pp, tp: 2]
+  train { batch = batch, optimizer = adam, precision = fp32 }
+  schedule { micro_batches = micro, kind = 1f1b }
+  pipeline blocks over pp
+  **.mlp.fc1 compute [tp: S(o)]
+  **.mlp.fc2 compute [tp: S(h)]
+}
+
+strategy Interleaved(pp = 2, micro = 8, batch = 16) for GPT2(hidden = 64, heads = 2, layers = 4, vocab = 256, seq = 16) on "tiny-cluster.toml" {
+  mesh [pp: pp]
+  train { batch = batch, optimizer = adam, precision = fp32 }
+  schedule { micro_batches = micro, kind = interleaved(2) }
+  pipeline blocks over pp
+}
+)";
+
+struct Planned {
+  SourceManager sources;
+  std::unique_ptr<DiagnosticEngine> diags = std::make_unique<DiagnosticEngine>(sources);
+  std::unique_ptr<frontend::FrontendResult> front;
+  std::optional<compiler::BridgedProgram> bridged;
+  std::optional<compiler::PlannedStrategy> planned;
+};
+
+std::unique_ptr<Planned> plan(const std::string& strategy, const std::vector<std::string>& defines) {
+  auto p = std::make_unique<Planned>();
+  p->front = frontend::check_text(kPath, kStrategies, defines, p->sources, *p->diags);
+  const frontend::CheckedStrategy* s = p->front->find_strategy(strategy);
+  EXPECT_NE(s, nullptr);
+  if (!s) return p;
+  p->bridged = compiler::bridge_strategy(s->strategy, *p->diags);
+  if (p->bridged) p->planned = compiler::plan_strategy(p->bridged->graph, p->bridged->spec, p->sources, *p->diags);
+  EXPECT_FALSE(p->diags->has_errors());
+  return p;
+}
+
+htae::ClusterSpec cluster_with_memory(SourceManager& sources, int64_t bytes) {
+  DiagnosticEngine diags(sources);
+  std::optional<htae::ClusterSpec> cluster =
+      htae::load_cluster(sources, diags, std::string(DSTC_SOURCE_DIR) + "/tests/golden/search/tiny-cluster.toml", {});
+  EXPECT_TRUE(cluster);
+  cluster->gpu.memory_bytes = bytes;
+  return *cluster;
+}
+
+TEST(SearchMemoryProbe, FewestMicroBatchesIsOneOrThePipelineRanksForInterleaved) {
+  auto one_f = plan("OneF", {});
+  ASSERT_TRUE(one_f->planned);
+  EXPECT_EQ(fewest_micro_batches(one_f->planned->resolved), 1);
+  auto interleaved = plan("Interleaved", {});
+  ASSERT_TRUE(interleaved->planned);
+  EXPECT_EQ(fewest_micro_batches(interleaved->planned->resolved), 2);
+  // Already the fewest: the configuration is its own probe.
+  auto single = plan("OneF", {"micro=1"});
+  ASSERT_TRUE(single->planned);
+  EXPECT_EQ(fewest_micro_batches(single->planned->resolved), std::nullopt);
+  auto ranks = plan("Interleaved", {"micro=2"});
+  ASSERT_TRUE(ranks->planned);
+  EXPECT_EQ(fewest_micro_batches(ranks->planned->resolved), std::nullopt);
+}
+
+// The probe is the configuration with one micro-batch of the same size:
+// its bound is that configuration's, compiled on its own.
+TEST(SearchMemoryProbe, BoundIsTheBoundOfTheSameMicroBatchesCompiledAlone) {
+  auto whole = plan("OneF", {"micro=4", "batch=16"});
+  ASSERT_TRUE(whole->planned);
+  auto alone = plan("OneF", {"micro=1", "batch=4"});
+  ASSERT_TRUE(alone->planned);
+  ir::Module alone_module = compiler::lower_planned(alone->bridged->graph, alone->bridged->spec,
+                                                    std::move(*alone->planned), alone->sources)
+                                .module;
+  htae::ClusterSpec no_memory = cluster_with_memory(whole->sources, 0);
+  std::optional<htae::MemoryLowerBound> expected = memory_bound_exceeding(alone_module, no_memory);
+  ASSERT_TRUE(expected);
+  std::optional<htae::MemoryLowerBound> probed =
+      memory_bound_exceeding(*whole->bridged, *whole->planned, 1, no_memory, whole->sources);
+  ASSERT_TRUE(probed);
+  EXPECT_EQ(probed->bytes, expected->bytes);
+  EXPECT_GT(probed->bytes, 0);
+  // A device that holds the bound exactly: nothing to report.
+  htae::ClusterSpec enough = cluster_with_memory(whole->sources, probed->bytes);
+  EXPECT_EQ(memory_bound_exceeding(*whole->bridged, *whole->planned, 1, enough, whole->sources), std::nullopt);
+}
+
+// The probe lends itself the configuration's program and gives it back:
+// lowering after a probe gives the module lowering without one gives.
+TEST(SearchMemoryProbe, LeavesTheConfigurationAsItFoundIt) {
+  auto probed = plan("Interleaved", {});
+  auto untouched = plan("Interleaved", {});
+  ASSERT_TRUE(probed->planned && untouched->planned);
+  htae::ClusterSpec no_memory = cluster_with_memory(probed->sources, 0);
+  ASSERT_TRUE(memory_bound_exceeding(*probed->bridged, *probed->planned, 2, no_memory, probed->sources));
+  auto lower = [](Planned& p) {
+    return ir::print_module(
+        compiler::lower_planned(p.bridged->graph, p.bridged->spec, std::move(*p.planned), p.sources).module);
+  };
+  EXPECT_EQ(lower(*probed), lower(*untouched));
+}
+
+}  // namespace
+}  // namespace dstc::search
