@@ -189,10 +189,16 @@ class Executor {
   std::vector<double> duration_;       // compute ops: seconds at full speed
   std::vector<OpId> rendezvous_;       // communication: the collective itself, or a pair's send
   std::vector<OpId> partner_;          // send <-> recv
-  std::vector<uint32_t> layout_of_;    // rendezvous ops: their layout
-  std::vector<uint32_t> arrive_base_;  // rendezvous ops: first counter of their components
-  std::vector<CommSpec> comm_;         // rendezvous ops: what they move
-  std::vector<double> fixed_seconds_;  // rendezvous ops: a profiled time, or < 0
+  // Rendezvous ops (a collective, or the send of a paired send/recv) are a
+  // fraction of all ops: per op only an index into what they need.
+  struct Rendezvous {
+    uint32_t layout = 0;
+    uint32_t arrive_base = 0;   // first counter of its components in arrived_
+    double fixed_seconds = -1;  // a profiled time, or < 0
+    CommSpec comm;              // what it moves
+  };
+  std::vector<uint32_t> rendezvous_index_;  // per op: into rendezvous_info_, or kNone
+  std::vector<Rendezvous> rendezvous_info_;
   std::vector<uint32_t> arrived_;
   std::vector<CommLayout> layouts_;
   std::map<std::tuple<int, uint32_t, uint32_t, uint32_t>, uint32_t> layout_ids_;
@@ -273,10 +279,7 @@ void Executor::prepare() {
   duration_.assign(ops, 0);
   rendezvous_.assign(ops, kNone);
   partner_ = pairs;
-  layout_of_.assign(ops, kNone);
-  arrive_base_.assign(ops, kNone);
-  comm_.resize(ops);
-  fixed_seconds_.assign(ops, -1);
+  rendezvous_index_.assign(ops, kNone);
   struct Priced {
     double seconds = 0, flops = 0;
     bool matmul = false;
@@ -334,15 +337,17 @@ void Executor::prepare() {
       layouts_.push_back(op.kind == ir::OpKind::Send ? p2p_layout(m_, op, f_.ops[pairs[i]], classes_)
                                                      : collective_layout(m_, op, classes_));
     }
-    layout_of_[i] = it->second;
+    rendezvous_index_[i] = static_cast<uint32_t>(rendezvous_info_.size());
+    Rendezvous& r = rendezvous_info_.emplace_back();
+    r.layout = it->second;
     const CommLayout& layout = layouts_[it->second];
-    arrive_base_[i] = static_cast<uint32_t>(arrived_.size());
+    r.arrive_base = static_cast<uint32_t>(arrived_.size());
     arrived_.resize(arrived_.size() + layout.components.size(), 0);
-    comm_[i] = comm_spec(m_, f_, op);
-    if (options_.profile && !layout.components.empty() && !layout.components[0].groups.empty() && comm_[i].collective) {
+    r.comm = comm_spec(m_, f_, op);
+    if (options_.profile && !layout.components.empty() && !layout.components[0].groups.empty() && r.comm.collective) {
       auto p = static_cast<int64_t>(layout.components[0].groups[0].size());
-      if (std::optional<double> s = options_.profile->collective_seconds(*comm_[i].collective, p, comm_[i].bytes))
-        fixed_seconds_[i] = *s;
+      if (std::optional<double> s = options_.profile->collective_seconds(*r.comm.collective, p, r.comm.bytes))
+        r.fixed_seconds = *s;
     }
   }
   // Which ranks a trace shows: all of a small mesh, else the first of each symmetric class.
@@ -495,23 +500,25 @@ void Executor::start_compute(uint32_t c, uint8_t q, OpId id) {
 
 void Executor::arrive(uint32_t c, OpId id) {
   OpId rv = rendezvous_[id];
-  if (rv == kNone || layout_of_[rv] == kNone) return;  // unpaired: stays waiting, reported as stuck
-  const CommLayout& layout = layouts_[layout_of_[rv]];
+  if (rv == kNone || rendezvous_index_[rv] == kNone) return;  // unpaired: stays waiting, reported as stuck
+  const Rendezvous& r = rendezvous_info_[rendezvous_index_[rv]];
+  const CommLayout& layout = layouts_[r.layout];
   uint32_t component = layout.component_of_class[c];
   if (component == kNone) return;
   const CommComponent& comp = layout.components[component];
-  uint32_t& count = arrived_[arrive_base_[rv] + component];
+  uint32_t& count = arrived_[r.arrive_base + component];
   if (++count == comp.classes.size() + comp.receivers.size()) start_instance(rv, component);
 }
 
 const std::vector<GroupPlan>& Executor::plans_for(OpId rv, uint32_t component) {
-  const CommSpec& spec = comm_[rv];
-  auto key = std::make_tuple(layout_of_[rv], component, static_cast<int>(spec.kind), spec.bytes, spec.root);
+  const Rendezvous& r = rendezvous_info_[rendezvous_index_[rv]];
+  const CommSpec& spec = r.comm;
+  auto key = std::make_tuple(r.layout, component, static_cast<int>(spec.kind), spec.bytes, spec.root);
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   std::vector<GroupPlan> plans;
   double efficiency = cluster_.runtime.efficiency(spec.efficiency_name);
-  for (const std::vector<int64_t>& group : layouts_[layout_of_[rv]].components[component].groups) {
+  for (const std::vector<int64_t>& group : layouts_[r.layout].components[component].groups) {
     CollectivePlan plan = comm_plan(topology_, spec, group);
     GroupPlan g;
     for (const CollectivePhase& phase : plan.phases) {
@@ -538,7 +545,8 @@ void Executor::start_instance(OpId rv, uint32_t component) {
   Instance& inst = instances_[id];
   inst.op = rv;
   inst.partner = partner_[rv];
-  inst.layout = layout_of_[rv];
+  const Rendezvous& r = rendezvous_info_[rendezvous_index_[rv]];
+  inst.layout = r.layout;
   inst.component = component;
   inst.start = now_;
   const CommComponent& comp = layouts_[inst.layout].components[component];
@@ -553,9 +561,9 @@ void Executor::start_instance(OpId rv, uint32_t component) {
   const ir::Op& op = f_.ops[rv];
   for (uint32_t c : comp.classes) begin(c, op);
   for (uint32_t c : comp.receivers) begin(c, f_.ops[inst.partner]);
-  if (fixed_seconds_[rv] >= 0) {
+  if (r.fixed_seconds >= 0) {
     inst.groups_left = 0;
-    push_event({now_ + fixed_seconds_[rv], id, kCommDone});
+    push_event({now_ + r.fixed_seconds, id, kCommDone});
     return;
   }
   inst.plans = &plans_for(rv, component);
