@@ -35,6 +35,27 @@ MemoryLowerBound memory_lower_bound(const ir::Module& module, const ir::Function
     if (op.devices >= working_of_set.size()) working_of_set.resize(op.devices + 1, 0);
     working_of_set[op.devices] = std::max(working_of_set[op.devices], working);
   }
+  // Saved activations: values of micro-batch 0's forward compute ops that
+  // one of its backward or recompute compute ops on the same devices reads.
+  std::vector<uint8_t> read_backward(f.values.size(), 0);
+  for (const ir::Op& op : f.ops) {
+    bool backward = op.phase == ir::Phase::InputGrad || op.phase == ir::Phase::WeightGrad ||
+                    op.phase == ir::Phase::Recompute;
+    if (!backward || op.micro_batch != 0 || op.stream != ir::Stream::Compute) continue;
+    for (ir::ValueId v : f.operands(op)) {
+      if (f.values[v].devices == op.devices) read_backward[v] = 1;
+    }
+  }
+  std::vector<int64_t> saved(ranks, 0);
+  for (const ir::Op& op : f.ops) {
+    if (op.phase != ir::Phase::Forward || op.micro_batch != 0 || op.stream != ir::Stream::Compute) continue;
+    for (uint16_t r = 0; r < op.result_count; ++r) {
+      ir::ValueId v = op.first_result + r;
+      if (!read_backward[v]) continue;
+      int64_t bytes = module.value_type(f, v).bytes();
+      for (ir::Rank rank : module.members(f.values[v].devices)) saved[static_cast<size_t>(rank)] += bytes;
+    }
+  }
   std::vector<int64_t> working(ranks, 0);
   for (ir::DeviceSetId set = 0; set < working_of_set.size(); ++set) {
     if (working_of_set[set] == 0) continue;
@@ -44,8 +65,9 @@ MemoryLowerBound memory_lower_bound(const ir::Module& module, const ir::Function
   }
   MemoryLowerBound bound;
   for (size_t r = 0; r < ranks; ++r) {
-    if (resident[r] + working[r] <= bound.bytes && r > 0) continue;
-    bound = {resident[r] + working[r], static_cast<ir::Rank>(r), resident[r], working[r]};
+    int64_t bytes = resident[r] + std::max(working[r], saved[r]);
+    if (bytes <= bound.bytes && r > 0) continue;
+    bound = {bytes, static_cast<ir::Rank>(r), resident[r], working[r], saved[r]};
   }
   return bound;
 }

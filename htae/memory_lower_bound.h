@@ -5,10 +5,16 @@
 // The simulator keeps every argument (parameters, optimizer states, inputs)
 // for the whole step and allocates an op's results when it starts, while its
 // operands are still held, so each device holds at least its arguments plus,
-// for any one op it runs, that op's operands and results. Only forward ops
-// are counted: their shapes do not depend on the number of micro-batches, so
-// the bound of a one-micro-batch compile of a strategy also bounds the
-// strategy itself (search_memory_probe.h).
+// for any one op it runs, that op's operands and results. Training adds the
+// activations the first micro-batch saves for its backward: a value a
+// forward compute op of micro-batch 0 makes and one of its backward or
+// recompute compute ops reads is created before the device's in-order
+// compute queue reaches that micro-batch's first backward or recompute op
+// (a schedule runs a micro-batch's forward before its backward), and freed
+// only after that reader, so all of them are held at once when it starts. Only the first micro-batch's forward is counted: its shapes do not
+// depend on the number of micro-batches, so the bound of a one-micro-batch
+// compile of a strategy also bounds the strategy itself
+// (search_memory_probe.h).
 #pragma once
 
 #include <cstdint>
@@ -19,10 +25,11 @@
 namespace dstc::htae {
 
 struct MemoryLowerBound {
-  int64_t bytes = 0;           // the largest over devices of resident + working
+  int64_t bytes = 0;           // the largest over devices of resident + max(working, saved)
   ir::Rank rank = 0;           // the device it is on
   int64_t resident_bytes = 0;  // that device's arguments
   int64_t working_bytes = 0;   // the largest forward op's operands and results on it
+  int64_t saved_bytes = 0;     // what micro-batch 0 saves on it for its backward
 };
 
 MemoryLowerBound memory_lower_bound(const ir::Module& module, const ir::Function& function);
