@@ -6,18 +6,24 @@
 // for the whole step and allocates an op's results when it starts, while its
 // operands are still held, so each device holds at least its arguments plus,
 // for any one op it runs, that op's operands and results. Training adds the
-// activations the first micro-batch saves for its backward: a value a
-// forward compute op of micro-batch 0 makes and one of its backward or
-// recompute compute ops reads is created before the device's in-order
-// compute queue reaches that micro-batch's first backward or recompute op
-// (a schedule runs a micro-batch's forward before its backward), and freed
-// only after that reader, so all of them are held at once when it starts. Only the first micro-batch's forward is counted: its shapes do not
-// depend on the number of micro-batches, so the bound of a one-micro-batch
-// compile of a strategy also bounds the strategy itself
-// (search_memory_probe.h).
+// activations a micro-batch saves for its backward: a value a forward
+// compute op of micro-batch 0 makes and one of its backward or recompute
+// compute ops reads is created before the device's in-order compute queue
+// reaches its first backward or recompute op (a schedule runs a
+// micro-batch's forward before its backward) and freed only after that
+// reader, so all of them are held at once when that op starts. A schedule
+// that runs more micro-batches' forward whole before a device's first
+// backward (GPipe: all of them; 1F1B: up to the pipeline ranks from the
+// device's on) holds that many times as much, all of the same shapes: the
+// caller, which knows the schedule, gives the count per device. Only the
+// first micro-batch's ops are read: their shapes do not depend on the
+// number of micro-batches, so the bound of a one-micro-batch compile of a
+// strategy, with the counts of the strategy's own schedule, also bounds the
+// strategy itself (search_memory_probe.h).
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "ir/mesh.h"
 #include "ir/module.h"
@@ -29,9 +35,12 @@ struct MemoryLowerBound {
   ir::Rank rank = 0;           // the device it is on
   int64_t resident_bytes = 0;  // that device's arguments
   int64_t working_bytes = 0;   // the largest forward op's operands and results on it
-  int64_t saved_bytes = 0;     // what micro-batch 0 saves on it for its backward
+  int64_t saved_bytes = 0;     // what the micro-batches held save on it for their backward
 };
 
-MemoryLowerBound memory_lower_bound(const ir::Module& module, const ir::Function& function);
+// `micro_batches_held[rank]`: how many micro-batches' forward the device
+// runs whole before its first backward op (at least 1; empty: 1 everywhere).
+MemoryLowerBound memory_lower_bound(const ir::Module& module, const ir::Function& function,
+                                    std::span<const int64_t> micro_batches_held = {});
 
 }  // namespace dstc::htae

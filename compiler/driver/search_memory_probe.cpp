@@ -1,5 +1,6 @@
 #include "compiler/driver/search_memory_probe.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "compiler/lowering/lowering.h"
@@ -65,16 +66,44 @@ std::optional<htae::MemoryLowerBound> memory_bound_exceeding(compiler::BridgedPr
       compiler::resolve_strategy(bridged.graph, bridged.spec, sources, diags);
   if (!resolved) return std::nullopt;
   ir::Module module = compiler::lower_to_ir(bridged.graph, bridged.spec, planned.sbp, *resolved, sources);
-  return memory_bound_exceeding(module, cluster);
+  // The configuration's own schedule says how many micro-batches are held.
+  return memory_bound_exceeding(module, micro_batches_held(module, planned.resolved, bridged.spec.pipeline.axis),
+                                cluster);
 }
 
 std::optional<htae::MemoryLowerBound> memory_bound_exceeding(const ir::Module& module,
+                                                             std::span<const int64_t> micro_batches_held,
                                                              const htae::ClusterSpec& cluster) {
   const ir::Function* f = htae::find_function(module, {});
   if (!f) return std::nullopt;
-  htae::MemoryLowerBound bound = htae::memory_lower_bound(module, *f);
+  htae::MemoryLowerBound bound = htae::memory_lower_bound(module, *f, micro_batches_held);
   if (bound.bytes <= cluster.gpu.memory_bytes) return std::nullopt;
   return bound;
+}
+
+std::vector<int64_t> micro_batches_held(const ir::Module& module, const compiler::ResolvedStrategy& resolved,
+                                        int32_t pipeline_axis) {
+  const schedule::ScheduleTable& table = resolved.table;
+  const int32_t chunks = std::max(1, table.virtual_stages());
+  std::vector<int64_t> held_by_rank(table.ranks.size(), 1);
+  std::vector<int32_t> chunks_run(static_cast<size_t>(std::max(0, table.num_micro_batches)), 0);
+  for (size_t rank = 0; rank < table.ranks.size(); ++rank) {
+    std::fill(chunks_run.begin(), chunks_run.end(), 0);
+    int64_t whole = 0;
+    for (const schedule::Action& a : table.ranks[rank]) {
+      if (a.kind != schedule::ActionKind::Forward) break;
+      if (a.micro_batch >= 0 && static_cast<size_t>(a.micro_batch) < chunks_run.size() &&
+          ++chunks_run[a.micro_batch] == chunks)
+        ++whole;
+    }
+    held_by_rank[rank] = std::max<int64_t>(1, whole);
+  }
+  std::vector<int64_t> held(static_cast<size_t>(module.mesh().size()), 1);
+  for (ir::Rank r = 0; r < module.mesh().size(); ++r) {
+    size_t rank = pipeline_axis >= 0 ? static_cast<size_t>(module.mesh().coord(r, pipeline_axis)) : 0;
+    if (rank < held_by_rank.size()) held[static_cast<size_t>(r)] = held_by_rank[rank];
+  }
+  return held;
 }
 
 }  // namespace dstc::search

@@ -8,10 +8,13 @@
 // configuration is checked (bridged and planned) the search lowers it, with
 // the same SBP plan, with the fewest micro-batches of the same size its
 // schedule allows (one; the pipeline ranks for the interleaved schedule),
-// and drops it when even that bound exceeds a device's memory.
+// and drops it when even that bound, with the saved activations its own
+// schedule holds at once, exceeds a device's memory.
 #pragma once
 
 #include <optional>
+#include <span>
+#include <vector>
 
 #include "compiler/bridge/bridge.h"
 #include "compiler/compile_strategy.h"
@@ -37,8 +40,16 @@ std::optional<htae::MemoryLowerBound> memory_bound_exceeding(compiler::BridgedPr
                                                              const compiler::PlannedStrategy& planned,
                                                              int32_t micro_batches, const htae::ClusterSpec& cluster,
                                                              SourceManager& sources);
-// The same for a compiled module (a configuration that is its own probe).
+// The same for a compiled module (a configuration that is its own probe),
+// with `micro_batches_held` as micro_batches_held() gives.
 std::optional<htae::MemoryLowerBound> memory_bound_exceeding(const ir::Module& module,
+                                                             std::span<const int64_t> micro_batches_held,
                                                              const htae::ClusterSpec& cluster);
+
+// Per device of `module`: how many micro-batches' forward the resolved
+// schedule runs whole on its pipeline rank before the rank's first backward
+// (htae::memory_lower_bound counts their saved activations held at once).
+std::vector<int64_t> micro_batches_held(const ir::Module& module, const compiler::ResolvedStrategy& resolved,
+                                        int32_t pipeline_axis);
 
 }  // namespace dstc::search

@@ -73,13 +73,16 @@ TEST(MemoryLowerBound, NeverExceedsTheSimulatedPeak) {
   EXPECT_GT(report->peak_memory_bytes[1], bound.bytes);
 }
 
-// Training: micro-batch 0 saves a, b and c (16 KiB each) for its backward,
-// all held when its first input-gradient op starts: 48 KiB, more than its
-// largest forward op (32 KiB). d is micro-batch 1's, e is read only
-// forward: neither counts.
+// Training: micro-batch 0 saves a, b and c (16 KiB each, computed from the
+// batch) and wc (16 KiB, from a weight: shared by every micro-batch) for its
+// backward, all held when its first input-gradient op starts: 64 KiB, more
+// than its largest forward op (32 KiB). d is micro-batch 1's, e is read
+// only forward: neither counts. x and w are resident: 32 KiB.
 const char* kSaved = R"(mesh world[dp=1]
 func @f {
   input %x on world[dp=0] : f32[64, 64]
+  param %w on world[dp=0] : f32[64, 64]
+  %wc = relu(%w) on world[dp=0] <stage=0, mb=0, phase=forward> : f32[64, 64]
   %a = relu(%x) on world[dp=0] <stage=0, mb=0, phase=forward> : f32[64, 64]
   %b = relu(%a) on world[dp=0] <stage=0, mb=0, phase=forward> : f32[64, 64]
   %c = relu(%b) on world[dp=0] <stage=0, mb=0, phase=forward> : f32[64, 64]
@@ -88,8 +91,9 @@ func @f {
   %d = relu(%x) on world[dp=0] <stage=0, mb=1, phase=forward> : f32[64, 64]
   %ga = add(%a, %c) on world[dp=0] <stage=0, mb=0, phase=input_grad> : f32[64, 64]
   %gb = add(%b, %ga) on world[dp=0] <stage=0, mb=0, phase=input_grad> : f32[64, 64]
+  %gw = add(%wc, %gb) on world[dp=0] <stage=0, mb=0, phase=input_grad> : f32[64, 64]
   %gd = relu(%d) on world[dp=0] <stage=0, mb=1, phase=input_grad> : f32[64, 64]
-  return %f, %gb, %gd
+  return %f, %gw, %gd
 }
 )";
 
@@ -99,13 +103,27 @@ TEST(MemoryLowerBound, ArgumentsPlusWhatTheFirstMicroBatchSavesForItsBackward) {
   std::optional<ir::Module> module = ir::parse_module(sources.add("t.ir", kSaved), diags);
   ASSERT_TRUE(module) << diags.error_count();
   MemoryLowerBound bound = memory_lower_bound(*module, module->functions.front());
-  EXPECT_EQ(bound.resident_bytes, 16 * 1024);
+  EXPECT_EQ(bound.resident_bytes, 32 * 1024);
   EXPECT_EQ(bound.working_bytes, 32 * 1024);
-  EXPECT_EQ(bound.saved_bytes, 48 * 1024);
-  EXPECT_EQ(bound.bytes, 64 * 1024);
+  EXPECT_EQ(bound.saved_bytes, 64 * 1024);
+  EXPECT_EQ(bound.bytes, 96 * 1024);
   std::optional<SimReport> report = simulate(*module, two_gpus(), {}, diags);
   ASSERT_TRUE(report);
   EXPECT_LE(bound.bytes, report->peak_memory_bytes[0]);
+}
+
+// A schedule that runs three micro-batches' forward before the first
+// backward holds three times what one computes from the batch (a, b, c),
+// and the weight's copy (wc) once: 3 x 48 + 16 KiB.
+TEST(MemoryLowerBound, MicroBatchesHeldMultiplyWhatIsComputedFromTheBatch) {
+  SourceManager sources;
+  DiagnosticEngine diags(sources);
+  std::optional<ir::Module> module = ir::parse_module(sources.add("t.ir", kSaved), diags);
+  ASSERT_TRUE(module);
+  const int64_t held[] = {3};
+  MemoryLowerBound bound = memory_lower_bound(*module, module->functions.front(), held);
+  EXPECT_EQ(bound.saved_bytes, (3 * 48 + 16) * 1024);
+  EXPECT_EQ(bound.bytes, (32 + 3 * 48 + 16) * 1024);
 }
 
 }  // namespace

@@ -23,6 +23,13 @@ strategy OneF(pp = 2, micro = 4, batch = 16) for GPT2(hidden = 64, heads = 2, la
   **.mlp.fc2 compute [tp: S(h)]
 }
 
+strategy GPipe(pp = 2, micro = 4, batch = 16) for GPT2(hidden = 64, heads = 2, layers = 4, vocab = 256, seq = 16) on "tiny-cluster.toml" {
+  mesh [pp: pp, tp: 2]
+  train { batch = batch, optimizer = adam, precision = fp32 }
+  schedule { micro_batches = micro, kind = gpipe }
+  pipeline blocks over pp
+}
+
 strategy Interleaved(pp = 2, micro = 8, batch = 16) for GPT2(hidden = 64, heads = 2, layers = 4, vocab = 256, seq = 16) on "tiny-cluster.toml" {
   mesh [pp: pp]
   train { batch = batch, optimizer = adam, precision = fp32 }
@@ -76,6 +83,22 @@ TEST(SearchMemoryProbe, FewestMicroBatchesIsOneOrThePipelineRanksForInterleaved)
   EXPECT_EQ(fewest_micro_batches(ranks->planned->resolved), std::nullopt);
 }
 
+// 1F1B runs pp - rank forwards before a rank's first backward, GPipe all.
+TEST(SearchMemoryProbe, MicroBatchesHeldFollowTheSchedule) {
+  auto one_f = plan("OneF", {"micro=4"});
+  ASSERT_TRUE(one_f->planned);
+  compiler::CompiledStrategy compiled = compiler::lower_planned(one_f->bridged->graph, one_f->bridged->spec,
+                                                                std::move(*one_f->planned), one_f->sources);
+  const ir::Module& module = compiled.module;
+  // Mesh [pp: 2, tp: 2]: ranks 0 and 1 are pipeline rank 0, 2 and 3 rank 1.
+  EXPECT_EQ(micro_batches_held(module, compiled.resolved, one_f->bridged->spec.pipeline.axis),
+            (std::vector<int64_t>{2, 2, 1, 1}));
+  auto gpipe = plan("GPipe", {"micro=4"});
+  ASSERT_TRUE(gpipe->planned);
+  EXPECT_EQ(micro_batches_held(module, gpipe->planned->resolved, gpipe->bridged->spec.pipeline.axis),
+            (std::vector<int64_t>{4, 4, 4, 4}));
+}
+
 // The probe is the configuration with one micro-batch of the same size:
 // its bound is that configuration's, compiled on its own.
 TEST(SearchMemoryProbe, BoundIsTheBoundOfTheSameMicroBatchesCompiledAlone) {
@@ -87,7 +110,10 @@ TEST(SearchMemoryProbe, BoundIsTheBoundOfTheSameMicroBatchesCompiledAlone) {
                                                     std::move(*alone->planned), alone->sources)
                                 .module;
   htae::ClusterSpec no_memory = cluster_with_memory(whole->sources, 0);
-  std::optional<htae::MemoryLowerBound> expected = memory_bound_exceeding(alone_module, no_memory);
+  // As many micro-batches held as the whole configuration's schedule holds.
+  std::vector<int64_t> held =
+      micro_batches_held(alone_module, whole->planned->resolved, whole->bridged->spec.pipeline.axis);
+  std::optional<htae::MemoryLowerBound> expected = memory_bound_exceeding(alone_module, held, no_memory);
   ASSERT_TRUE(expected);
   std::optional<htae::MemoryLowerBound> probed =
       memory_bound_exceeding(*whole->bridged, *whole->planned, 1, no_memory, whole->sources);
