@@ -186,9 +186,9 @@ class Executor {
   std::vector<uint8_t> in_place_;  // optimizer results held in their argument's memory
 
   // Per op.
-  std::vector<double> duration_;       // compute ops: seconds at full speed
-  std::vector<OpId> rendezvous_;       // communication: the collective itself, or a pair's send
-  std::vector<OpId> partner_;          // send <-> recv
+  std::vector<double> duration_;  // compute ops: seconds at full speed
+  std::vector<OpId> rendezvous_;  // communication: the collective itself, or a pair's send
+  std::vector<OpId> partner_;     // send <-> recv
   // Rendezvous ops (a collective, or the send of a paired send/recv) are a
   // fraction of all ops: per op only an index into what they need.
   struct Rendezvous {

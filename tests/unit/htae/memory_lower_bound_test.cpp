@@ -46,12 +46,21 @@ ClusterSpec two_gpus() {
   return c;
 }
 
-TEST(MemoryLowerBound, ArgumentsPlusTheLargestForwardOp) {
+// A module parsed from IR text, with what simulating it needs.
+struct Parsed {
   SourceManager sources;
-  DiagnosticEngine diags(sources);
-  std::optional<ir::Module> module = ir::parse_module(sources.add("t.ir", kPipeline), diags);
-  ASSERT_TRUE(module) << diags.error_count();
-  MemoryLowerBound bound = memory_lower_bound(*module, module->functions.front());
+  DiagnosticEngine diags{sources};
+  std::optional<ir::Module> module;
+
+  explicit Parsed(const char* text) { module = ir::parse_module(sources.add("t.ir", text), diags); }
+  const ir::Function& function() const { return module->functions.front(); }
+};
+
+TEST(MemoryLowerBound, ArgumentsPlusTheLargestForwardOp) {
+  Parsed p(kPipeline);
+  const std::optional<ir::Module>& module = p.module;
+  ASSERT_TRUE(module) << p.diags.error_count();
+  MemoryLowerBound bound = memory_lower_bound(*module, p.function());
   EXPECT_EQ(bound.rank, 1);
   EXPECT_EQ(bound.resident_bytes, 64 * 1024);
   EXPECT_EQ(bound.working_bytes, 80 * 1024);
@@ -59,13 +68,12 @@ TEST(MemoryLowerBound, ArgumentsPlusTheLargestForwardOp) {
 }
 
 TEST(MemoryLowerBound, NeverExceedsTheSimulatedPeak) {
-  SourceManager sources;
-  DiagnosticEngine diags(sources);
-  std::optional<ir::Module> module = ir::parse_module(sources.add("t.ir", kPipeline), diags);
+  Parsed p(kPipeline);
+  const std::optional<ir::Module>& module = p.module;
   ASSERT_TRUE(module);
-  std::optional<SimReport> report = simulate(*module, two_gpus(), {}, diags);
+  std::optional<SimReport> report = simulate(*module, two_gpus(), {}, p.diags);
   ASSERT_TRUE(report);
-  MemoryLowerBound bound = memory_lower_bound(*module, module->functions.front());
+  MemoryLowerBound bound = memory_lower_bound(*module, p.function());
   ASSERT_EQ(report->peak_memory_bytes.size(), 2u);
   EXPECT_LE(bound.bytes, report->peak_memory_bytes[1]);
   // Rank 1's peak is the bound plus what the backward holds at once:
@@ -98,16 +106,15 @@ func @f {
 )";
 
 TEST(MemoryLowerBound, ArgumentsPlusWhatTheFirstMicroBatchSavesForItsBackward) {
-  SourceManager sources;
-  DiagnosticEngine diags(sources);
-  std::optional<ir::Module> module = ir::parse_module(sources.add("t.ir", kSaved), diags);
-  ASSERT_TRUE(module) << diags.error_count();
-  MemoryLowerBound bound = memory_lower_bound(*module, module->functions.front());
+  Parsed p(kSaved);
+  const std::optional<ir::Module>& module = p.module;
+  ASSERT_TRUE(module) << p.diags.error_count();
+  MemoryLowerBound bound = memory_lower_bound(*module, p.function());
   EXPECT_EQ(bound.resident_bytes, 32 * 1024);
   EXPECT_EQ(bound.working_bytes, 32 * 1024);
   EXPECT_EQ(bound.saved_bytes, 64 * 1024);
   EXPECT_EQ(bound.bytes, 96 * 1024);
-  std::optional<SimReport> report = simulate(*module, two_gpus(), {}, diags);
+  std::optional<SimReport> report = simulate(*module, two_gpus(), {}, p.diags);
   ASSERT_TRUE(report);
   EXPECT_LE(bound.bytes, report->peak_memory_bytes[0]);
 }
@@ -116,12 +123,11 @@ TEST(MemoryLowerBound, ArgumentsPlusWhatTheFirstMicroBatchSavesForItsBackward) {
 // backward holds three times what one computes from the batch (a, b, c),
 // and the weight's copy (wc) once: 3 x 48 + 16 KiB.
 TEST(MemoryLowerBound, MicroBatchesHeldMultiplyWhatIsComputedFromTheBatch) {
-  SourceManager sources;
-  DiagnosticEngine diags(sources);
-  std::optional<ir::Module> module = ir::parse_module(sources.add("t.ir", kSaved), diags);
+  Parsed p(kSaved);
+  const std::optional<ir::Module>& module = p.module;
   ASSERT_TRUE(module);
   const int64_t held[] = {3};
-  MemoryLowerBound bound = memory_lower_bound(*module, module->functions.front(), held);
+  MemoryLowerBound bound = memory_lower_bound(*module, p.function(), held);
   EXPECT_EQ(bound.saved_bytes, (3 * 48 + 16) * 1024);
   EXPECT_EQ(bound.bytes, (32 + 3 * 48 + 16) * 1024);
 }

@@ -87,8 +87,8 @@ TEST(SearchMemoryProbe, FewestMicroBatchesIsOneOrThePipelineRanksForInterleaved)
 TEST(SearchMemoryProbe, MicroBatchesHeldFollowTheSchedule) {
   auto one_f = plan("OneF", {"micro=4"});
   ASSERT_TRUE(one_f->planned);
-  compiler::CompiledStrategy compiled = compiler::lower_planned(one_f->bridged->graph, one_f->bridged->spec,
-                                                                std::move(*one_f->planned), one_f->sources);
+  compiler::CompiledStrategy compiled =
+      compiler::lower_planned(one_f->bridged->graph, one_f->bridged->spec, std::move(*one_f->planned), one_f->sources);
   const ir::Module& module = compiled.module;
   // Mesh [pp: 2, tp: 2]: ranks 0 and 1 are pipeline rank 0, 2 and 3 rank 1.
   EXPECT_EQ(micro_batches_held(module, compiled.resolved, one_f->bridged->spec.pipeline.axis),
@@ -106,9 +106,9 @@ TEST(SearchMemoryProbe, BoundIsTheBoundOfTheSameMicroBatchesCompiledAlone) {
   ASSERT_TRUE(whole->planned);
   auto alone = plan("OneF", {"micro=1", "batch=4"});
   ASSERT_TRUE(alone->planned);
-  ir::Module alone_module = compiler::lower_planned(alone->bridged->graph, alone->bridged->spec,
-                                                    std::move(*alone->planned), alone->sources)
-                                .module;
+  ir::Module alone_module =
+      compiler::lower_planned(alone->bridged->graph, alone->bridged->spec, std::move(*alone->planned), alone->sources)
+          .module;
   htae::ClusterSpec no_memory = cluster_with_memory(whole->sources, 0);
   // As many micro-batches held as the whole configuration's schedule holds.
   std::vector<int64_t> held =
