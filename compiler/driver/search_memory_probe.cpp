@@ -67,16 +67,16 @@ std::optional<htae::MemoryLowerBound> memory_bound_exceeding(compiler::BridgedPr
   if (!resolved) return std::nullopt;
   ir::Module module = compiler::lower_to_ir(bridged.graph, bridged.spec, planned.sbp, *resolved, sources);
   // The configuration's own schedule says how many micro-batches are held.
-  return memory_bound_exceeding(module, micro_batches_held(module, planned.resolved, bridged.spec.pipeline.axis),
-                                cluster);
+  return memory_bound_exceeding(module, planned.resolved, bridged.spec.pipeline.axis, cluster);
 }
 
 std::optional<htae::MemoryLowerBound> memory_bound_exceeding(const ir::Module& module,
-                                                             std::span<const int64_t> micro_batches_held,
-                                                             const htae::ClusterSpec& cluster) {
+                                                             const compiler::ResolvedStrategy& resolved,
+                                                             int32_t pipeline_axis, const htae::ClusterSpec& cluster) {
   const ir::Function* f = htae::find_function(module, {});
   if (!f) return std::nullopt;
-  htae::MemoryLowerBound bound = htae::memory_lower_bound(module, *f, micro_batches_held);
+  htae::MemoryLowerBound bound =
+      htae::memory_lower_bound(module, *f, micro_batches_held(module, resolved, pipeline_axis));
   if (bound.bytes <= cluster.gpu.memory_bytes) return std::nullopt;
   return bound;
 }

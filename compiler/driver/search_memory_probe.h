@@ -13,7 +13,6 @@
 #pragma once
 
 #include <optional>
-#include <span>
 #include <vector>
 
 #include "compiler/bridge/bridge.h"
@@ -40,11 +39,12 @@ std::optional<htae::MemoryLowerBound> memory_bound_exceeding(compiler::BridgedPr
                                                              const compiler::PlannedStrategy& planned,
                                                              int32_t micro_batches, const htae::ClusterSpec& cluster,
                                                              SourceManager& sources);
-// The same for a compiled module (a configuration that is its own probe),
-// with `micro_batches_held` as micro_batches_held() gives.
+// The same for a compiled module (the probe, or a configuration that is its
+// own probe), with as many micro-batches held as `resolved`, the
+// configuration's own schedule, holds.
 std::optional<htae::MemoryLowerBound> memory_bound_exceeding(const ir::Module& module,
-                                                             std::span<const int64_t> micro_batches_held,
-                                                             const htae::ClusterSpec& cluster);
+                                                             const compiler::ResolvedStrategy& resolved,
+                                                             int32_t pipeline_axis, const htae::ClusterSpec& cluster);
 
 // Per device of `module`: how many micro-batches' forward the resolved
 // schedule runs whole on its pipeline rank before the rank's first backward

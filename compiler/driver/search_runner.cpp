@@ -109,8 +109,10 @@ void compile_and_simulate(const frontend::Strategy& strategy, const htae::Cluste
         compiler::lower_planned(bridged->graph, bridged->spec, std::move(*planned), sources);
     // Without fewer micro-batches to probe, the configuration is its own probe.
     if (prune_by_memory_bound && !fewer) {
-      std::vector<int64_t> held = micro_batches_held(compiled.module, compiled.resolved, bridged->spec.pipeline.axis);
-      if (auto bound = memory_bound_exceeding(compiled.module, held, cluster)) return out_of_memory_by_bound(*bound);
+      if (auto bound =
+              memory_bound_exceeding(compiled.module, compiled.resolved, bridged->spec.pipeline.axis, cluster)) {
+        return out_of_memory_by_bound(*bound);
+      }
     }
     htae::SimOptions options;
     options.global_batch = strategy.run.batch * strategy.run.accumulate;

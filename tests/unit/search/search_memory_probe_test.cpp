@@ -111,9 +111,8 @@ TEST(SearchMemoryProbe, BoundIsTheBoundOfTheSameMicroBatchesCompiledAlone) {
           .module;
   htae::ClusterSpec no_memory = cluster_with_memory(whole->sources, 0);
   // As many micro-batches held as the whole configuration's schedule holds.
-  std::vector<int64_t> held =
-      micro_batches_held(alone_module, whole->planned->resolved, whole->bridged->spec.pipeline.axis);
-  std::optional<htae::MemoryLowerBound> expected = memory_bound_exceeding(alone_module, held, no_memory);
+  std::optional<htae::MemoryLowerBound> expected =
+      memory_bound_exceeding(alone_module, whole->planned->resolved, whole->bridged->spec.pipeline.axis, no_memory);
   ASSERT_TRUE(expected);
   std::optional<htae::MemoryLowerBound> probed =
       memory_bound_exceeding(*whole->bridged, *whole->planned, 1, no_memory, whole->sources);
