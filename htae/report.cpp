@@ -71,8 +71,10 @@ void print_report_text(std::ostream& out, const SimReport& r) {
   out << fmt::format("    exposed comm {:>12}  {:5.1f}%\n", duration(b.exposed_comm_s), share(b.exposed_comm_s));
   out << fmt::format("    bubble       {:>12}  {:5.1f}%\n", duration(b.bubble_s), share(b.bubble_s));
   out << fmt::format("    idle         {:>12}  {:5.1f}%\n", duration(b.idle_s), share(b.idle_s));
-  out << fmt::format("  simulated      {} devices as {} class{}, {} ops ({} on devices), {} transfers\n", r.num_devices,
+  out << fmt::format("  simulated      {} devices as {} class{}, {} ops ({} on devices), {} transfers", r.num_devices,
                      r.num_classes, r.num_classes == 1 ? "" : "es", r.num_ops, r.num_device_ops, r.num_flows);
+  if (r.num_mirrored_flows > 0) out << fmt::format(" ({} more mirrored)", r.num_mirrored_flows);
+  out << "\n";
 }
 
 void print_report_json(std::ostream& out, const SimReport& r) {
@@ -105,6 +107,7 @@ void print_report_json(std::ostream& out, const SimReport& r) {
   j["num_device_ops"] = r.num_device_ops;
   j["num_classes"] = r.num_classes;
   j["num_flows"] = r.num_flows;
+  j["num_mirrored_flows"] = r.num_mirrored_flows;
   out << j.dump(2) << "\n";
 }
 

@@ -16,6 +16,7 @@
 #include "htae/htae_diagnostics.h"
 #include "htae/ir_op_pricing.h"
 #include "htae/memory_tracker.h"
+#include "htae/mirrored_groups.h"
 #include "htae/op_estimator.h"
 #include "htae/topology.h"
 #include "ir/groups.h"
@@ -83,12 +84,12 @@ struct Event {
 };
 constexpr uint32_t kCommDone = UINT32_MAX;
 
-struct FlowSpec {
-  std::vector<LinkId> route;
-  double bytes;
-  double latency;
+// Every group of one communication op's component, planned.
+struct PlanSet {
+  std::vector<GroupPlan> groups;
+  std::vector<uint8_t> simulated;  // per group: 0 when a simulated group mirrors it (htae/mirrored_groups.h)
+  int64_t mirrored_flows = 0;      // the transfers of the groups not simulated
 };
-using GroupPlan = std::vector<std::vector<FlowSpec>>;  // phases of flows
 
 // A rendezvous in progress: one component of a communication op.
 struct Instance {
@@ -96,7 +97,7 @@ struct Instance {
   OpId partner = 0;  // the recv of a pair
   uint32_t layout = 0;
   uint32_t component = 0;
-  const std::vector<GroupPlan>* plans = nullptr;
+  const PlanSet* plans = nullptr;
   std::vector<uint32_t> phase;
   std::vector<uint32_t> outstanding;
   uint32_t groups_left = 0;
@@ -159,7 +160,9 @@ class Executor {
     events_.push_back(e);
     std::push_heap(events_.begin(), events_.end(), std::greater<>());
   }
-  const std::vector<GroupPlan>& plans_for(OpId rendezvous, uint32_t component);
+  struct Rendezvous;
+  PlanSet& plan_set(const Rendezvous& r, uint32_t component);
+  void mirror_groups();
 
   const ir::Module& m_;
   const ir::Function& f_;
@@ -202,7 +205,8 @@ class Executor {
   std::vector<uint32_t> arrived_;
   std::vector<CommLayout> layouts_;
   std::map<std::tuple<int, uint32_t, uint32_t, uint32_t>, uint32_t> layout_ids_;
-  std::map<std::tuple<uint32_t, uint32_t, int, double, size_t>, std::vector<GroupPlan>> plans_;
+  std::map<std::tuple<uint32_t, uint32_t, int, double, size_t>, PlanSet> plans_;
+  std::vector<const PlanSet*> plan_of_component_;  // indexed as arrived_; null for a profiled time
 
   std::vector<Instance> instances_;
   std::vector<uint32_t> free_instances_;
@@ -218,6 +222,7 @@ class Executor {
   std::array<double, 4> flops_by_dtype_{};
   int64_t device_ops_ = 0;
   int64_t flow_count_ = 0;
+  int64_t mirrored_flow_count_ = 0;
   std::vector<TraceSpan> spans_;
   std::vector<ir::Rank> traced_ranks_;
 };
@@ -350,6 +355,13 @@ void Executor::prepare() {
         r.fixed_seconds = *s;
     }
   }
+  plan_of_component_.assign(arrived_.size(), nullptr);
+  for (const Rendezvous& r : rendezvous_info_) {
+    if (r.fixed_seconds >= 0) continue;
+    for (uint32_t c = 0; c < layouts_[r.layout].components.size(); ++c)
+      plan_of_component_[r.arrive_base + c] = &plan_set(r, c);
+  }
+  if (options_.symmetry) mirror_groups();
   // Which ranks a trace shows: all of a small mesh, else the first of each symmetric class.
   if (options_.record_trace) {
     if (m_.mesh().size() <= options_.trace_all_up_to) {
@@ -510,13 +522,12 @@ void Executor::arrive(uint32_t c, OpId id) {
   if (++count == comp.classes.size() + comp.receivers.size()) start_instance(rv, component);
 }
 
-const std::vector<GroupPlan>& Executor::plans_for(OpId rv, uint32_t component) {
-  const Rendezvous& r = rendezvous_info_[rendezvous_index_[rv]];
+PlanSet& Executor::plan_set(const Rendezvous& r, uint32_t component) {
   const CommSpec& spec = r.comm;
   auto key = std::make_tuple(r.layout, component, static_cast<int>(spec.kind), spec.bytes, spec.root);
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
-  std::vector<GroupPlan> plans;
+  PlanSet plans;
   double efficiency = cluster_.runtime.efficiency(spec.efficiency_name);
   for (const std::vector<int64_t>& group : layouts_[r.layout].components[component].groups) {
     CollectivePlan plan = comm_plan(topology_, spec, group);
@@ -528,9 +539,26 @@ const std::vector<GroupPlan>& Executor::plans_for(OpId rv, uint32_t component) {
       }
       g.push_back(std::move(flows));
     }
-    plans.push_back(std::move(g));
+    plans.groups.push_back(std::move(g));
   }
+  plans.simulated.assign(plans.groups.size(), 1);
   return plans_.emplace(key, std::move(plans)).first->second;
+}
+
+// Symmetric groups on disjoint links are simulated once (docs/simulator.md).
+void Executor::mirror_groups() {
+  std::vector<PlanSet*> sets;
+  std::vector<const std::vector<GroupPlan>*> groups;
+  for (auto& [key, set] : plans_) sets.push_back(&set), groups.push_back(&set.groups);
+  std::vector<std::vector<uint8_t>> simulated = simulated_groups(groups, topology_);
+  for (size_t i = 0; i < sets.size(); ++i) {
+    PlanSet& set = *sets[i];
+    set.simulated = std::move(simulated[i]);
+    for (size_t g = 0; g < set.groups.size(); ++g) {
+      if (set.simulated[g]) continue;
+      for (const auto& phase : set.groups[g]) set.mirrored_flows += static_cast<int64_t>(phase.size());
+    }
+  }
 }
 
 void Executor::start_instance(OpId rv, uint32_t component) {
@@ -566,12 +594,16 @@ void Executor::start_instance(OpId rv, uint32_t component) {
     push_event({now_ + r.fixed_seconds, id, kCommDone});
     return;
   }
-  inst.plans = &plans_for(rv, component);
-  size_t groups = inst.plans->size();
+  const PlanSet* plans = plan_of_component_[r.arrive_base + component];
+  inst.plans = plans;
+  size_t groups = plans->groups.size();
   inst.phase.assign(groups, 0);
   inst.outstanding.assign(groups, 0);
-  inst.groups_left = static_cast<uint32_t>(groups);
-  for (uint32_t g = 0; g < groups; ++g) start_phase(id, g);
+  inst.groups_left = static_cast<uint32_t>(std::count(plans->simulated.begin(), plans->simulated.end(), 1));
+  mirrored_flow_count_ += plans->mirrored_flows;
+  for (uint32_t g = 0; g < groups; ++g) {
+    if (plans->simulated[g]) start_phase(id, g);
+  }
   if (instances_[id].groups_left == 0) push_event({now_, id, kCommDone});
 }
 
@@ -579,7 +611,7 @@ void Executor::start_instance(OpId rv, uint32_t component) {
 // no phase left is done.
 void Executor::start_phase(uint32_t id, uint32_t g) {
   Instance& inst = instances_[id];
-  const GroupPlan& plan = (*inst.plans)[g];
+  const GroupPlan& plan = inst.plans->groups[g];
   while (inst.phase[g] < plan.size() && plan[inst.phase[g]].empty()) ++inst.phase[g];
   if (inst.phase[g] >= plan.size()) {
     --inst.groups_left;
@@ -763,6 +795,7 @@ SimReport Executor::report() {
   r.num_device_ops = device_ops_;
   r.num_classes = static_cast<int64_t>(classes_.count());
   r.num_flows = flow_count_;
+  r.num_mirrored_flows = mirrored_flow_count_;
   if (options_.record_trace) {
     SimTrace trace;
     trace.ranks = traced_ranks_;

@@ -114,6 +114,7 @@ struct SimReport {
   int64_t num_device_ops = 0;  // op executions summed over devices
   int64_t num_classes = 0;     // device classes actually simulated
   int64_t num_flows = 0;       // point-to-point transfers in the flow engine
+  int64_t num_mirrored_flows = 0;  // transfers of groups a simulated group mirrors, not simulated
 
   std::optional<SimTrace> trace;
 };
