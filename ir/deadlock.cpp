@@ -22,19 +22,28 @@ class ScheduleRun {
   ScheduleRun(const Module& m, const Function& f)
       : m_(m), f_(f), partner_(pair_channels(f)), classes_(rank_classes(m, f)) {
     auto queues = classes_.representative.size() * kStreams;
+    // The representatives in each device set, found once per set: ops
+    // outnumber sets by far.
+    std::vector<std::vector<Rank>> representatives(m.device_set_count());
+    std::vector<uint8_t> listed(m.device_set_count(), 0);
+    auto representatives_in = [&](DeviceSetId s) -> const std::vector<Rank>& {
+      if (!listed[s]) {
+        listed[s] = 1;
+        for (Rank r : m.members(s)) {
+          if (is_representative(r)) representatives[s].push_back(r);
+        }
+      }
+      return representatives[s];
+    };
     offsets_.assign(queues + 1, 0);
     for (const Op& op : f.ops) {
-      for (Rank r : m.members(op.devices)) {
-        if (is_representative(r)) ++offsets_[queue(r, op.stream) + 1];
-      }
+      for (Rank r : representatives_in(op.devices)) ++offsets_[queue(r, op.stream) + 1];
     }
     for (size_t q = 0; q < queues; ++q) offsets_[q + 1] += offsets_[q];
     order_.resize(offsets_.back());
     std::vector<uint32_t> fill(offsets_.begin(), offsets_.end() - 1);
     for (OpId i = 0; i < f.ops.size(); ++i) {
-      for (Rank r : m.members(f.ops[i].devices)) {
-        if (is_representative(r)) order_[fill[queue(r, f.ops[i].stream)]++] = i;
-      }
+      for (Rank r : representatives[f.ops[i].devices]) order_[fill[queue(r, f.ops[i].stream)]++] = i;
     }
     pos_.assign(queues, 0);
   }
