@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "htae/flow_engine.h"
+#include "tests/unit/htae/preset_cluster.h"
 
 namespace dstc::htae {
 namespace {
@@ -12,11 +13,7 @@ namespace {
 constexpr double kGiB = 1 << 30;
 
 Topology preset_topology(const std::string& name, ClusterOverrides overrides = {}) {
-  SourceManager sources;
-  DiagnosticEngine diags(sources);
-  auto spec = load_cluster(sources, diags, std::string(DSTC_SOURCE_DIR) + "/stdlib/clusters/" + name, overrides);
-  EXPECT_TRUE(spec);
-  return Topology(*spec);
+  return Topology(testing::preset_cluster(name, overrides));
 }
 
 std::vector<int64_t> iota(int64_t n) {

@@ -2,19 +2,12 @@
 
 #include <gtest/gtest.h>
 
-#include "htae/cluster_spec.h"
+#include "tests/unit/htae/preset_cluster.h"
 
 namespace dstc::htae {
 namespace {
 
-Topology dgx_a100_nodes(int64_t nodes) {
-  SourceManager sources;
-  DiagnosticEngine diags(sources);
-  auto spec =
-      load_cluster(sources, diags, std::string(DSTC_SOURCE_DIR) + "/stdlib/clusters/dgx-a100.toml", {.nodes = nodes});
-  EXPECT_TRUE(spec);
-  return Topology(*spec);
-}
+Topology dgx_a100_nodes(int64_t nodes) { return Topology(testing::preset_cluster("dgx-a100.toml", {.nodes = nodes})); }
 
 // One phase: each device sends `bytes` to the next, round the ring.
 GroupPlan ring(const Topology& topology, std::vector<int64_t> devices, double bytes = 1e6) {

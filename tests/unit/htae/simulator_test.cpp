@@ -13,6 +13,7 @@
 #include "htae/report.h"
 #include "ir/parser.h"
 #include "ir/verifier.h"
+#include "tests/unit/htae/preset_cluster.h"
 #include "tests/unit/htae/synthetic_gpt.h"
 
 namespace dstc::htae {
@@ -463,14 +464,7 @@ func @f {
 namespace dstc::htae {
 namespace {
 
-ClusterSpec dgx_a100(int64_t nodes) {
-  SourceManager sources;
-  DiagnosticEngine diags(sources);
-  auto spec =
-      load_cluster(sources, diags, std::string(DSTC_SOURCE_DIR) + "/stdlib/clusters/dgx-a100.toml", {.nodes = nodes});
-  EXPECT_TRUE(spec);
-  return spec.value_or(ClusterSpec{});
-}
+ClusterSpec dgx_a100(int64_t nodes) { return testing::preset_cluster("dgx-a100.toml", {.nodes = nodes}); }
 
 // On a module whose tp/dp ranks of a stage are interchangeable, one class
 // per stage gives what simulating every device gives.
