@@ -1,6 +1,8 @@
 #include "compiler/lowering/lowering.h"
 
 #include <algorithm>
+#include <array>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -17,11 +19,13 @@ namespace {
 // cannot deadlock (1F1B's steady state, where one stage sends forward while
 // the next sends back, would otherwise cross). Sends have no results, so
 // only the definitions of other ops' results move with the renumbering.
+// In place: a send only moves later, so no op is written past where it is
+// read (the op list of a large model is a hundred megabytes).
 void place_sends_at_their_recvs(ir::Function& f) {
   std::map<uint32_t, ir::Op> waiting;  // channel -> send
-  std::vector<ir::Op> ops;
-  ops.reserve(f.ops.size());
-  for (const ir::Op& op : f.ops) {
+  size_t placed = 0;
+  for (size_t read = 0; read < f.ops.size(); ++read) {
+    ir::Op op = f.ops[read];
     if (op.kind == ir::OpKind::Send) {
       waiting.emplace(op.channel, op);
       continue;
@@ -29,19 +33,65 @@ void place_sends_at_their_recvs(ir::Function& f) {
     if (op.kind == ir::OpKind::Recv) {
       auto send = waiting.find(op.channel);
       if (send != waiting.end()) {
-        ops.push_back(send->second);
+        f.ops[placed++] = send->second;
         waiting.erase(send);
       }
     }
-    ops.push_back(op);
+    f.ops[placed++] = op;
   }
-  for (auto& [channel, send] : waiting) ops.push_back(send);  // unmatched: the verifier reports them
-  f.ops = std::move(ops);
+  for (auto& [channel, send] : waiting) f.ops[placed++] = send;  // unmatched: the verifier reports them
   for (ir::OpId id = 0; id < f.ops.size(); ++id) {
     const ir::Op& op = f.ops[id];
     for (int i = 0; i < op.result_count; ++i) f.values[op.first_result + i].def = id;
   }
 }
+
+// A schedule repeats each (stage, action) block once per micro-batch with
+// the same ops. Once every kind of block has been emitted once, the
+// function's final size is forecast from them and its vectors reserved
+// (with a margin; reserved memory nobody touches costs nothing), so the
+// op list of a large model is not copied each time it doubles.
+class FunctionSizeForecast {
+ public:
+  void expect(int32_t stage, schedule::ActionKind kind) { ++blocks_[{stage, kind}].count; }
+  void begin(const ir::Function& f) { before_ = sizes(f); }
+  void end(ir::Function& f, int32_t stage, schedule::ActionKind kind) {
+    if (reserved_) return;
+    Block& block = blocks_[{stage, kind}];
+    ++block.done;
+    if (block.done == 1) {
+      Sizes after = sizes(f);
+      for (size_t i = 0; i < block.size.size(); ++i) block.size[i] = after[i] - before_[i];
+      ++measured_;
+    }
+    if (measured_ < blocks_.size()) return;
+    reserved_ = true;
+    Sizes total = sizes(f);
+    for (const auto& [key, b] : blocks_) {
+      for (size_t i = 0; i < total.size(); ++i) total[i] += b.size[i] * (b.count - b.done);
+    }
+    f.ops.reserve(total[0] * 5 / 4);
+    f.values.reserve(total[1] * 5 / 4);
+    f.operand_pool.reserve(total[2] * 5 / 4);
+    f.attr_pool.reserve(total[3] * 5 / 4);
+    f.int_pool.reserve(total[4] * 5 / 4);
+  }
+
+ private:
+  using Sizes = std::array<size_t, 5>;
+  struct Block {
+    size_t count = 0;  // in the schedule
+    size_t done = 0;
+    Sizes size{};  // what the first one emitted
+  };
+  static Sizes sizes(const ir::Function& f) {
+    return {f.ops.size(), f.values.size(), f.operand_pool.size(), f.attr_pool.size(), f.int_pool.size()};
+  }
+  size_t measured_ = 0;
+  bool reserved_ = false;
+  Sizes before_{};
+  std::map<std::pair<int32_t, schedule::ActionKind>, Block> blocks_;
+};
 
 }  // namespace
 
@@ -506,14 +556,21 @@ ir::Module Lowering::run() {
     for (size_t i = 0; i < run.steps[r].size(); ++i)
       order.push_back({run.steps[r][i], {static_cast<int32_t>(r), static_cast<int32_t>(i)}});
   std::sort(order.begin(), order.end());
+  FunctionSizeForecast forecast;
   for (const auto& [step, where] : order) {
     const schedule::Action& a = resolved.table.ranks[where.first][where.second];
+    forecast.expect(a.stage, a.kind);
+  }
+  for (const auto& [step, where] : order) {
+    const schedule::Action& a = resolved.table.ranks[where.first][where.second];
+    forecast.begin(*function_);
     switch (a.kind) {
       case schedule::ActionKind::Forward: emit_forward_block(a.stage, a.micro_batch, false); break;
       case schedule::ActionKind::Backward: emit_backward_block(a.stage, a.micro_batch, true, true); break;
       case schedule::ActionKind::InputGrad: emit_backward_block(a.stage, a.micro_batch, true, false); break;
       case schedule::ActionKind::WeightGrad: emit_backward_block(a.stage, a.micro_batch, false, true); break;
     }
+    forecast.end(*function_, a.stage, a.kind);
   }
   if (spec.train.training) sum_shared_param_grads();
   place_sends_at_their_recvs(*function_);
