@@ -52,6 +52,11 @@ enum class Activity : uint8_t { compute, comm, bubble, idle };
 
 struct Queue {
   std::vector<OpId> ops;
+  // The value slots each op waits for: those of ops[i] end at
+  // operand_slots_end[i]. Queue heads are checked again and again while
+  // they wait, and this keeps the check off the op and value tables.
+  std::vector<uint32_t> operand_slots;
+  std::vector<uint32_t> operand_slots_end;
   uint32_t pos = 0;
   bool busy = false;  // the head runs, or (communication) waits at its rendezvous
 };
@@ -135,10 +140,10 @@ class Executor {
     auto it = std::lower_bound(in.begin(), in.end(), c);
     return it != in.end() && *it == c ? slot_begin_[v] + static_cast<uint32_t>(it - in.begin()) : kNone;
   }
-  bool operands_ready(const ir::Op& op, uint32_t c) const {
-    for (ValueId v : f_.operands(op)) {
-      uint32_t s = slot(v, c);
-      if (s != kNone && !ready_[s]) return false;
+  bool head_ready(const Queue& queue) const {
+    uint32_t begin = queue.pos == 0 ? 0 : queue.operand_slots_end[queue.pos - 1];
+    for (uint32_t i = begin; i < queue.operand_slots_end[queue.pos]; ++i) {
+      if (!ready_[queue.operand_slots[i]]) return false;
     }
     return true;
   }
@@ -297,11 +302,13 @@ void Executor::prepare() {
     const std::vector<uint32_t>& in = classes_.in_set(op.devices);
     device_ops_ += static_cast<int64_t>(m_.members(op.devices).size());
     for (uint32_t c : in) {
-      state_[c].queues[queue_of(op)].ops.push_back(i);
+      Queue& queue = state_[c].queues[queue_of(op)];
+      queue.ops.push_back(i);
       ++state_[c].ops_left;
       for (ValueId v : f_.operands(op)) {
-        if (uint32_t s = slot(v, c); s != kNone) ++uses_[s];
+        if (uint32_t s = slot(v, c); s != kNone) ++uses_[s], queue.operand_slots.push_back(s);
       }
+      queue.operand_slots_end.push_back(static_cast<uint32_t>(queue.operand_slots.size()));
     }
     const ir::OpInfo& info = ir::op_info(op.kind);
     if (!info.is_communication()) {
@@ -468,16 +475,15 @@ void Executor::try_start(uint32_t c) {
   for (uint8_t q = 0; q < queue_count_; ++q) {
     Queue& queue = s.queues[q];
     if (queue.busy || queue.pos >= queue.ops.size()) continue;
+    if (!head_ready(queue)) continue;
     OpId id = queue.ops[queue.pos];
-    const ir::Op& op = f_.ops[id];
-    if (!operands_ready(op, c)) continue;
     if (q == static_cast<uint8_t>(ir::Stream::Feature) && !feature_gate_.empty()) {
       OpId gate = feature_gate_[c][queue.pos];
       const Queue& compute = s.queues[static_cast<size_t>(ir::Stream::Compute)];
       if (gate != kNone && compute.pos < compute.ops.size() && compute.ops[compute.pos] < gate) continue;
     }
     queue.busy = true;
-    if (is_comm(op)) {
+    if (is_comm(f_.ops[id])) {
       arrive(c, id);
     } else {
       start_compute(c, q, id);
