@@ -344,7 +344,7 @@ void Executor::prepare() {
     } else {
       key = {0, op.devices, op.group_axes, op.aux};
     }
-    auto [it, inserted] = layout_ids_.emplace(key, static_cast<uint32_t>(layouts_.size()));
+    auto [it, inserted] = layout_ids_.try_emplace(key, static_cast<uint32_t>(layouts_.size()));
     if (inserted) {
       layouts_.push_back(op.kind == ir::OpKind::Send ? p2p_layout(m_, op, f_.ops[pairs[i]], classes_)
                                                      : collective_layout(m_, op, classes_));

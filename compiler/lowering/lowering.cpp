@@ -197,7 +197,7 @@ int Lowering::vocab_split_axis(int32_t op) const {
 ir::LocId Lowering::loc_of(SourceRange where) {
   if (!where.valid()) return ir::kNoLoc;
   uint64_t key = (static_cast<uint64_t>(where.file) << 32) | static_cast<uint64_t>(where.begin);
-  auto [it, inserted] = locs_.emplace(key, ir::kNoLoc);
+  auto [it, inserted] = locs_.try_emplace(key, ir::kNoLoc);
   if (inserted) {
     LineCol lc = sources_.line_col(where.file, where.begin);
     it->second = module_.intern_loc({module_.intern(sources_.file(where.file).path), lc.line, lc.column});
@@ -474,7 +474,7 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
     for (const GradContribution& c : grads) {
       int32_t t = lop.inputs[c.input].tensor;
       ir::Layout read = dual_layout(input_layout(op, c.input));
-      auto [slot, inserted] = pending_grads_[mb].emplace(std::make_pair(t, module_.intern_layout(read)), c.grad);
+      auto [slot, inserted] = pending_grads_[mb].try_emplace(std::make_pair(t, module_.intern_layout(read)), c.grad);
       if (!inserted) slot->second = append(at, ir::OpKind::Add, {slot->second, c.grad}, {}, read);
     }
     // A parameter's gradient is complete for this micro-batch once its first
