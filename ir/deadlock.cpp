@@ -1,5 +1,6 @@
 // Deadlock detection: runs the schedule with blocking communication and
 // reports a stuck state as a cycle of ranks waiting for each other.
+#include <algorithm>
 #include <deque>
 #include <unordered_map>
 
@@ -137,7 +138,7 @@ class ScheduleRun {
       out.emplace_back(rep, at);
     };
     if (info.category == OpCategory::Collective) {
-      for (Rank p : group_of(m_, op, r)) add(p, i);
+      for (Rank p : group_representatives(op, r)) out.emplace_back(p, i);
     } else if (info.category == OpCategory::PointToPoint) {
       add(r, i);
       std::optional<Rank> peer = p2p_peer(m_, op, r);
@@ -145,6 +146,20 @@ class ScheduleRun {
     } else {
       add(r, i);
     }
+  }
+
+  // The representatives of the members of rank r's group, once per
+  // collective shape (ops repeat over layers and micro-batches).
+  const std::vector<Rank>& group_representatives(const Op& op, Rank r) const {
+    GroupKey key{op.devices, op.aux, r, op.group_axes};
+    auto [it, fresh] = group_representatives_.try_emplace(key);
+    if (fresh) {
+      for (Rank p : group_of(m_, op, r)) {
+        Rank rep = rank_of(queue(p, Stream::Compute));
+        if (std::find(it->second.begin(), it->second.end(), rep) == it->second.end()) it->second.push_back(rep);
+      }
+    }
+    return it->second;
   }
 
   bool fire(uint32_t q, std::deque<uint32_t>& work, std::vector<bool>& queued) {
@@ -203,6 +218,21 @@ class ScheduleRun {
   std::vector<OpId> order_;
   std::vector<uint32_t> pos_;
   std::vector<std::pair<Rank, OpId>> scratch_;
+  struct GroupKey {
+    DeviceSetId devices;
+    uint32_t aux;
+    Rank rank;
+    uint16_t group_axes;
+    bool operator==(const GroupKey&) const = default;
+  };
+  struct GroupKeyHash {
+    size_t operator()(const GroupKey& k) const {
+      uint64_t h = (static_cast<uint64_t>(k.devices) << 32) ^ k.aux;
+      h ^= (static_cast<uint64_t>(static_cast<uint32_t>(k.rank)) << 16) ^ k.group_axes;
+      return std::hash<uint64_t>{}(h * 0x9E3779B97F4A7C15ULL);
+    }
+  };
+  mutable std::unordered_map<GroupKey, std::vector<Rank>, GroupKeyHash> group_representatives_;  // a cache
 };
 
 }  // namespace
