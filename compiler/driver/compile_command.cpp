@@ -2,6 +2,7 @@
 // writes it (--emit ir|ranks|dot|tree), explains every config (--explain),
 // or predicts its performance on the cluster (--simulate).
 #include <fstream>
+#include <future>
 #include <ostream>
 #include <sstream>
 
@@ -38,13 +39,9 @@ struct CompileOptions {
   bool no_overlap = false;
 };
 
-int simulate(CommandContext& ctx, const CompileOptions& o, const LoadedStrategy& loaded,
-             const compiler::CompiledStrategy& compiled, SourceManager& sources, DiagnosticEngine& diags) {
-  std::optional<htae::ProfileDatabase> profile;
-  if (!o.profile.empty()) {
-    profile = htae::ProfileDatabase::load(sources, diags, o.profile);
-    if (!profile) return kExitInputErrors;
-  }
+std::optional<htae::SimReport> simulate(const CompileOptions& o, const LoadedStrategy& loaded,
+                                        const compiler::CompiledStrategy& compiled,
+                                        const std::optional<htae::ProfileDatabase>& profile, DiagnosticEngine& diags) {
   const frontend::Strategy& s = loaded.strategy->strategy;
   htae::SimOptions options;
   options.global_batch = s.run.batch * s.run.accumulate;
@@ -55,12 +52,15 @@ int simulate(CommandContext& ctx, const CompileOptions& o, const LoadedStrategy&
   options.overlap = !o.no_overlap;
   options.executor = *htae::parse_executor(o.executor);
   options.record_trace = !o.trace.empty();
-  std::optional<htae::SimReport> report = htae::simulate(compiled.module, loaded.cluster, options, diags);
-  if (!report) return kExitInputErrors;
+  return htae::simulate(compiled.module, loaded.cluster, options, diags);
+}
+
+int print_simulation(CommandContext& ctx, const CompileOptions& o, const compiler::CompiledStrategy& compiled,
+                     const htae::SimReport& report) {
   if (o.format == "json") {
-    htae::print_report_json(ctx.out, *report);
+    htae::print_report_json(ctx.out, report);
   } else {
-    htae::print_report_text(ctx.out, *report);
+    htae::print_report_text(ctx.out, report);
   }
   if (!o.trace.empty()) {
     std::ofstream trace(o.trace);
@@ -68,7 +68,7 @@ int simulate(CommandContext& ctx, const CompileOptions& o, const LoadedStrategy&
       ctx.err << fmt::format("dstc compile: error: cannot write the trace to '{}'\n", o.trace);
       return kExitUsage;
     }
-    htae::write_chrome_trace(trace, compiled.module, compiled.module.functions.front(), *report);
+    htae::write_chrome_trace(trace, compiled.module, compiled.module.functions.front(), report);
   }
   return kExitSuccess;
 }
@@ -87,8 +87,23 @@ int run_compile(CommandContext& ctx, const CompileOptions& o) {
   std::optional<compiler::CompiledStrategy> compiled =
       compiler::compile_strategy(bridged->graph, bridged->spec, sources, diags);
   if (!compiled) return finish(kExitInputErrors);
-  if (!ir::verify_module(compiled->module, diags)) {
+  // Loaded before verification starts: loading adds to the sources both read.
+  std::optional<htae::ProfileDatabase> profile;
+  if (o.simulate && !o.profile.empty()) {
+    profile = htae::ProfileDatabase::load(sources, diags, o.profile);
+    if (!profile) return finish(kExitInputErrors);
+  }
+  // Verifying the compiler's output guards against compiler bugs. With
+  // --simulate it runs on a second thread beside the simulation (both only
+  // read the module); a module that fails gets no prediction.
+  DiagnosticEngine verify_diags(sources);
+  std::future<bool> verified =
+      std::async(std::launch::async, [&] { return ir::verify_module(compiled->module, verify_diags); });
+  std::optional<htae::SimReport> report;
+  if (o.simulate) report = simulate(o, *loaded, *compiled, profile, diags);
+  if (!verified.get()) {
     ctx.err << "dstc: internal error: the compiler produced IR that does not verify:\n";
+    verify_diags.render(ctx.err, ctx.color);
     return finish(kExitInternal);
   }
 
@@ -116,7 +131,7 @@ int run_compile(CommandContext& ctx, const CompileOptions& o) {
   } else {
     ctx.out << text.str();
   }
-  if (o.simulate) return finish(simulate(ctx, o, *loaded, *compiled, sources, diags));
+  if (o.simulate) return finish(report ? print_simulation(ctx, o, *compiled, *report) : kExitInputErrors);
   if (o.emit.empty() && !o.explain) {
     const ir::Function& f = compiled->module.functions.front();
     ctx.out << fmt::format("{}: compiled to {} ops on {} devices ({} pipeline stage{}); verified\n",
