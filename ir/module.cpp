@@ -219,19 +219,19 @@ ValueId Builder::add_arg(std::string_view name, ArgKind kind, const TensorType& 
   return id;
 }
 
-void Builder::result_key(const Op& op, std::string& key) const {
-  key.clear();
+void Function::append_inference_key(const Op& op, std::string& key) const {
   auto put = [&](const auto& x) { key.append(reinterpret_cast<const char*>(&x), sizeof(x)); };
   put(op.devices);
   put(op.group_axes);
   put(op.aux);
-  function_.append_signature(op, key);
+  append_signature(op, key);
 }
 
 const std::vector<TypeId>& Builder::infer_results(const OpSpec& spec, const Op& op) {
   const OpInfo& info = op_info(spec.kind);
   if (info.infer == nullptr) throw IrBuildError(fmt::format("{} needs its result types given", info.name));
-  result_key(op, key_);
+  key_.clear();
+  function_.append_inference_key(op, key_);
   auto [cached, fresh] = inferred_.try_emplace(key_);
   if (!fresh) return cached->second;
   // Scratch reused across appends: a fresh array of TensorTypes per op

@@ -112,6 +112,9 @@ class Function {
   // repeat per layer and micro-batch; the builder and the simulator key
   // their caches on this.
   void append_signature(const Op& op, std::string& key) const;
+  // The signature with what else decides an op's result types: its
+  // devices and groups (shape rules read the group size).
+  void append_inference_key(const Op& op, std::string& key) const;
 };
 
 // An attribute as a builder or parser passes it: by name, resolved to the
@@ -261,14 +264,13 @@ class Builder {
  private:
   // The key of an op's result types: its kind, placement, group, operand
   // types and attributes (interned), what the shape rule reads.
-  void result_key(const Op& op, std::string& key) const;
-  // The registry's shape rule for `op`'s results, interned, cached by result_key.
+  // The registry's shape rule for `op`'s results, interned, cached by Function::append_inference_key.
   const std::vector<TypeId>& infer_results(const OpSpec& spec, const Op& op);
 
   Module& module_;
   Function& function_;
   std::vector<TensorType> scratch_types_, operand_types_;
-  // Inferred result types by result_key: ops repeat per micro-batch and
+  // Inferred result types by inference key: ops repeat per micro-batch and
   // layer, and the shape rules (einsum parsing) were a large share of lowering.
   std::unordered_map<std::string, std::vector<TypeId>> inferred_;
   std::string key_;

@@ -236,12 +236,11 @@ class Verifier {
     // Ops repeat per layer and micro-batch: a signature with result types
     // that inferred right once is right again.
     key_.clear();
-    auto put = [&](const auto& x) { key_.append(reinterpret_cast<const char*>(&x), sizeof(x)); };
-    put(op.devices);
-    put(op.group_axes);
-    put(op.aux);
-    f.append_signature(op, key_);
-    for (uint16_t r = 0; r < op.result_count; ++r) put(f.values[op.first_result + r].type);
+    f.append_inference_key(op, key_);
+    for (uint16_t r = 0; r < op.result_count; ++r) {
+      TypeId type = f.values[op.first_result + r].type;
+      key_.append(reinterpret_cast<const char*>(&type), sizeof(type));
+    }
     if (inferred_right_.contains(key_)) return;
 
     operand_types_.clear();
