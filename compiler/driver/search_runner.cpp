@@ -10,9 +10,6 @@
 #include <thread>
 
 #include <fmt/format.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 #include "compiler/bridge/bridge.h"
 #include "compiler/compile_strategy.h"
@@ -39,17 +36,6 @@ std::string point_label(const std::vector<std::pair<std::string, std::string>>& 
   std::string label;
   for (const auto& [name, value] : point) label += fmt::format("{}{}={}", label.empty() ? "" : " ", name, value);
   return label;
-}
-
-// Each configuration allocates and frees the same tens of megabytes again
-// (graph copies, IR, simulator state). glibc's defaults hand large blocks
-// back to the kernel on free, so every configuration paid its page faults
-// anew: a third of the MLP-1B grid's time. A search keeps them instead.
-void keep_freed_memory_for_the_next_configuration() {
-#ifdef __GLIBC__
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest allowed threshold
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-#endif
 }
 
 // Loaded clusters by (file, node count): a search usually names one.
@@ -240,7 +226,6 @@ std::optional<SearchResult> run_search(frontend::FrontendResult& front, const fr
                                        SourceManager& sources, DiagnosticEngine& diags,
                                        const SearchRunOptions& options) {
   auto started = std::chrono::steady_clock::now();
-  keep_freed_memory_for_the_next_configuration();
   SearchResult result;
   result.search = space.decl->name;
   result.file = front.program->files[space.file]->path;
