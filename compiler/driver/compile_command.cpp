@@ -97,8 +97,8 @@ int run_compile(CommandContext& ctx, const CompileOptions& o) {
   // --simulate it runs on a second thread beside the simulation (both only
   // read the module); a module that fails gets no prediction.
   DiagnosticEngine verify_diags(sources);
-  std::future<bool> verified =
-      std::async(std::launch::async, [&] { return ir::verify_module(compiled->module, verify_diags); });
+  std::future<bool> verified = std::async(o.simulate ? std::launch::async : std::launch::deferred,
+                                          [&] { return ir::verify_module(compiled->module, verify_diags); });
   std::optional<htae::SimReport> report;
   if (o.simulate) report = simulate(o, *loaded, *compiled, profile, diags);
   if (!verified.get()) {
