@@ -12,16 +12,15 @@
 namespace dstc {
 
 // glibc backs the heap with 4 KiB pages unless told otherwise. Compiling
-// and simulating GPT-3 on 1024 GPUs touches 600 MB: 160 k page faults,
-// which on a virtual machine took 40 % of the run. glibc (2.35 and later)
-// asks the kernel for transparent huge pages under the tunable
-// glibc.malloc.hugetlb=1, which it reads only at start-up, hence the
-// restart.
+// and simulating GPT-3 on 1024 GPUs then takes 84 k page faults, 6 k with
+// transparent huge pages, and 1.9 s instead of 2.7 s on a virtual machine
+// (bench/results/page_faults_2026-11-25.txt). glibc (2.35 and later) asks
+// for them under the tunable glibc.malloc.hugetlb=1, which it reads only
+// at start-up, hence the restart.
 //
 // glibc also maps every block over 128 KiB afresh and unmaps it on free,
-// so each time a vector of the IR doubled, its new pages were faulted in
-// and zeroed again; keeping freed memory in the heap instead took the
-// system time of that compile from 0.5 s to 0.13 s.
+// so a vector that doubles, or a search's next configuration, faults its
+// pages in and zeroes them again; the heap keeps freed memory instead.
 void tune_memory_allocation(char** argv) {
 #ifdef __GLIBC__
   const char* tunables = std::getenv("GLIBC_TUNABLES");
