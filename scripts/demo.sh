@@ -5,7 +5,7 @@
 # arguments to run those instead.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-bash "$root/scripts/build.sh"
+bash "$root/scripts/build.sh" --target dstc
 cd "$root"
 if [ $# -eq 0 ]; then
   set -- compile examples/gpt2_megatron.dstrat --simulate

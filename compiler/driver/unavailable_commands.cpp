@@ -17,12 +17,13 @@ Command add_unavailable_command(CLI::App& root, const std::string& name, const s
 }  // namespace
 
 Command add_run_command(CLI::App& root) {
-  return add_unavailable_command(root, "run", "Execute a strategy on GPUs with CUDA, cuBLAS and NCCL",
+  return add_unavailable_command(root, "run", "Execute a strategy on GPUs (not in this build: no GPU backend yet)",
                                  "the CUDA backend");
 }
 
 Command add_calibrate_command(CLI::App& root) {
-  return add_unavailable_command(root, "calibrate", "Profile the local GPU into a simulator profile database",
+  return add_unavailable_command(root, "calibrate",
+                                 "Profile the local GPU for the simulator (not in this build: no GPU backend yet)",
                                  "the CUDA backend");
 }
 
