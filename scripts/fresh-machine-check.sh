@@ -47,6 +47,7 @@ cleanup() {
   if [ "${DSTC_FRESH_KEEP:-0}" = 1 ]; then say "kept $fresh"; else rm -rf "$fresh"; fi
 }
 trap cleanup EXIT
+chmod 755 "$fresh"  # mktemp makes it 0700; it is the root every user walks through
 tar -C "$fresh" -xf "$base"
 mount -t proc proc "$fresh/proc"
 mount -t sysfs sysfs "$fresh/sys"

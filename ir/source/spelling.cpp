@@ -1,23 +1,50 @@
 #include "ir/source/spelling.h"
 
 #include <algorithm>
-#include <vector>
+#include <cctype>
 
 namespace dstc {
 
 size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  // Three rows: a swap looks two rows back.
+  std::vector<size_t> before(b.size() + 1), previous(b.size() + 1), row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) previous[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
     row[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
+      row[j] = std::min({previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) row[j] = std::min(row[j], before[j - 2] + 1);
     }
+    std::swap(before, previous);
+    std::swap(previous, row);
   }
-  return row[b.size()];
+  return previous[b.size()];
+}
+
+namespace {
+
+bool equal_ignoring_case(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+}  // namespace
+
+std::optional<std::string> closest_spelling(std::string_view word, const std::vector<std::string>& candidates) {
+  if (std::find(candidates.begin(), candidates.end(), word) != candidates.end()) return std::nullopt;
+  for (const std::string& c : candidates) {
+    if (equal_ignoring_case(word, c)) return c;
+  }
+  size_t limit = std::clamp<size_t>(word.size() / 3, 1, 3);
+  const std::string* best = nullptr;
+  size_t best_distance = limit + 1;
+  for (const std::string& c : candidates) {
+    size_t d = edit_distance(word, c);
+    if (d < best_distance) best = &c, best_distance = d;
+  }
+  if (!best) return std::nullopt;
+  return *best;
 }
 
 }  // namespace dstc

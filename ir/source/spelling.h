@@ -2,11 +2,21 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace dstc {
 
-// Levenshtein distance: insertions, deletions and substitutions.
+// Edit distance counting insertions, deletions, substitutions and swaps of
+// two neighbouring characters (optimal string alignment): `1fb1` is one edit
+// from `1f1b`, as a typist sees it.
 size_t edit_distance(std::string_view a, std::string_view b);
+
+// The candidate `word` most likely misspells: one equal to it but for case,
+// else the nearest within a third of its length in edits (at least 1, at
+// most 3). Nullopt when none is that close, or when `word` is a candidate.
+std::optional<std::string> closest_spelling(std::string_view word, const std::vector<std::string>& candidates);
 
 }  // namespace dstc
