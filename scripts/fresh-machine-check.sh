@@ -47,8 +47,8 @@ cleanup() {
   if [ "${DSTC_FRESH_KEEP:-0}" = 1 ]; then say "kept $fresh"; else rm -rf "$fresh"; fi
 }
 trap cleanup EXIT
-chmod 755 "$fresh"  # mktemp makes it 0700; it is the root every user walks through
 tar -C "$fresh" -xf "$base"
+chmod 755 "$fresh"  # mktemp (and the tarball's ".") make it 0700; every user walks through it
 mount -t proc proc "$fresh/proc"
 mount -t sysfs sysfs "$fresh/sys"
 mount --bind /dev "$fresh/dev"
