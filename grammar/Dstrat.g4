@@ -136,6 +136,7 @@ primary
   | FALSE
   | ID
   | SYM_1F1B
+  | DIGIT_WORD
   | '(' expr ')'
   | '[' (expr (',' expr)* ','?)? ']'
   | REPEAT '(' expr ')' postfixExpr
@@ -211,6 +212,10 @@ RBRACE    : '}' ;
 FLOAT  : DIGIT+ '.' DIGIT+ EXPONENT? | DIGIT+ EXPONENT ;
 INT    : DIGIT+ ;
 ID     : [a-zA-Z_] [a-zA-Z_0-9]* ;
+// A word that starts with digits: `1F1B`, or a misspelt `1fb1`. One token,
+// so the front end names the word (and the kind it may misspell) instead
+// of reporting a number followed by a stray name.
+DIGIT_WORD : DIGIT+ [a-zA-Z_] [a-zA-Z_0-9]* ;
 STRING : '"' (~["\\\r\n] | '\\' .)* '"' ;
 // A string missing its closing quote on its line; the front end reports it.
 UNTERMINATED_STRING : '"' (~["\\\r\n] | '\\' .)* ;

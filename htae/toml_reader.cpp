@@ -172,13 +172,8 @@ void TableReader::reject_unknown_keys() {
     std::string where = name_.empty() ? "at the top level" : fmt::format("in [{}]", name_);
     auto builder = diags_.error(diag::kConfigUnknownKey, range_of(sources_, file_, k.source()),
                                 fmt::format("unknown key '{}' {}", k.str(), where));
-    std::string best;
-    size_t best_distance = std::numeric_limits<size_t>::max();
-    for (const std::string& candidate : known_) {
-      size_t d = edit_distance(k.str(), candidate);
-      if (d < best_distance) best_distance = d, best = candidate;
-    }
-    if (best_distance <= 2) builder.note(fmt::format("did you mean '{}'?", best));
+    if (std::optional<std::string> meant = closest_spelling(k.str(), {known_.begin(), known_.end()}))
+      builder.note(fmt::format("did you mean '{}'?", *meant));
   }
 }
 

@@ -16,8 +16,7 @@
 namespace dstc {
 
 int report_unavailable(CommandContext& ctx, std::string_view command, std::string_view what) {
-  ctx.err << fmt::format("dstc {}: not available in this version of dstc: {} has not been built yet\n", command,
-                         what);
+  ctx.err << fmt::format("dstc {}: not available in this version of dstc: {} has not been built yet\n", command, what);
   return kExitInternal;
 }
 
@@ -28,29 +27,26 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   app.fallthrough();
   std::string color_mode = "auto";
   app.add_option("--color", color_mode, "Colour diagnostics: auto, always or never")
-      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->transform(one_of({"auto", "always", "never"}))
       ->capture_default_str();
 
   std::vector<Command> commands = {
-      add_check_command(app),  add_fmt_command(app), add_compile_command(app),   add_verify_command(app),
-      add_search_command(app), add_run_command(app), add_calibrate_command(app), add_ir_command(app),
-      add_cluster_command(app),
-      add_schedule_command(app),
-      add_simulate_command(app),
+      add_check_command(app),   add_fmt_command(app),      add_compile_command(app),   add_verify_command(app),
+      add_search_command(app),  add_run_command(app),      add_calibrate_command(app), add_ir_command(app),
+      add_cluster_command(app), add_schedule_command(app), add_simulate_command(app),
   };
 
   // An unknown first word is most often a misspelt subcommand: say so.
   if (!args.empty() && !args.front().empty() && args.front().front() != '-') {
     const std::string& word = args.front();
-    bool known = std::any_of(commands.begin(), commands.end(), [&](const Command& c) { return c.app->get_name() == word; });
+    bool known =
+        std::any_of(commands.begin(), commands.end(), [&](const Command& c) { return c.app->get_name() == word; });
     if (!known) {
       err << fmt::format("dstc: error: unknown subcommand '{}'", word);
-      for (const Command& c : commands) {
-        if (edit_distance(word, c.app->get_name()) <= 2) {
-          err << fmt::format("; did you mean '{}'?", c.app->get_name());
-          break;
-        }
-      }
+      std::vector<std::string> names;
+      for (const Command& c : commands) names.push_back(c.app->get_name());
+      if (std::optional<std::string> meant = closest_spelling(word, names))
+        err << fmt::format("; did you mean '{}'?", *meant);
       err << "\nRun 'dstc --help' for the list of subcommands.\n";
       return kExitUsage;
     }

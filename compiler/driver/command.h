@@ -6,6 +6,7 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -35,6 +36,11 @@ Command add_ir_command(CLI::App& root);
 Command add_cluster_command(CLI::App& root);
 Command add_schedule_command(CLI::App& root);
 Command add_simulate_command(CLI::App& root);
+
+// A validator, applied with ->transform, for an option that takes one word
+// of `choices` (lower case): any case is accepted, and a misspelt word gets
+// the list and a "did you mean".
+CLI::Validator one_of(std::vector<std::string> choices);
 
 // For a subcommand whose implementing issue has not landed in this build:
 // says so plainly and exits with kExitInternal.

@@ -151,17 +151,17 @@ Command add_compile_command(CLI::App& root) {
   sub->add_option("-D", o->request.defines, "Set a model or strategy parameter: -D name=value")
       ->allow_extra_args(false);
   sub->add_option("--emit", o->emit, "Write the IR, per-rank programs, a Graphviz graph or the strategy tree")
-      ->check(CLI::IsMember({"ir", "ranks", "dot", "tree"}));
+      ->transform(one_of({"ir", "ranks", "dot", "tree"}));
   sub->add_option("--rank", o->rank, "With --emit=ranks: only this device's program")->check(CLI::NonNegativeNumber);
   sub->add_flag("--explain", o->explain, "Print every node's final config and where it came from");
   sub->add_option("-o,--output", o->output, "Write the emitted text to this file");
   sub->add_flag("--simulate", o->simulate, "Predict step time, throughput and memory on the cluster");
   sub->add_option("--cluster", o->request.cluster, "Simulate on this cluster file instead of the strategy's");
-  sub->add_option("--format", o->format, "Simulation report: text or json")->check(CLI::IsMember({"text", "json"}));
+  sub->add_option("--format", o->format, "Simulation report: text or json")->transform(one_of({"text", "json"}));
   sub->add_option("--trace", o->trace, "Write a Chrome trace (Perfetto) of the simulated step");
   sub->add_option("--profile", o->profile, "Measured op and collective times (dstc calibrate)");
   sub->add_option("--executor", o->executor, "htae, or program-order (DistIR: one op at a time per device)")
-      ->check(CLI::IsMember({"htae", "program-order"}));
+      ->transform(one_of({"htae", "program-order"}));
   sub->add_flag("--no-bandwidth-sharing", o->no_bandwidth_sharing, "Give every transfer its route's full bandwidth");
   sub->add_flag("--no-overlap", o->no_overlap, "Do not slow computation during gradient communication");
   return {sub, [o](CommandContext& ctx) { return run_compile(ctx, *o); }};

@@ -100,7 +100,7 @@ Command add_schedule_command(CLI::App& root) {
   auto options = std::make_shared<ScheduleOptions>();
   CLI::App* sub = root.add_subcommand("schedule", "Print and check a pipeline schedule (built-in or a CSV table)");
   sub->add_option("--kind", options->kind, "Built-in schedule: gpipe, 1f1b, interleaved or zb_h1")
-      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved", "zb_h1"}))
+      ->transform(one_of({"gpipe", "1f1b", "interleaved", "zb_h1"}))
       ->capture_default_str();
   sub->add_option("--table", options->table_path,
                   "A CSV schedule table (torch.distributed.pipelining format: a row per rank, cells like 0F1)")

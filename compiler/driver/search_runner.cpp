@@ -47,8 +47,7 @@ class ClusterCache {
     if (auto it = clusters_.find(key); it != clusters_.end()) return it->second ? &*it->second : nullptr;
     std::optional<htae::ClusterSpec>& slot = clusters_[key];
     if (ref.resolved.empty()) {
-      diags.error(frontend::diag::kClusterNotFound, ref.range,
-                  fmt::format("cannot find cluster file '{}' next to this file or in the stdlib", ref.written));
+      frontend::report_missing_cluster(ref, diags);
       return nullptr;
     }
     htae::ClusterOverrides overrides;

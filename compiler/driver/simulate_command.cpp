@@ -90,7 +90,7 @@ Command add_simulate_command(CLI::App& root) {
       ->required();
   sub->add_option("--nodes", opts->nodes, "Override the cluster's number of nodes");
   sub->add_option("--format", opts->format, "Output: text or json")
-      ->check(CLI::IsMember({"text", "json"}))
+      ->transform(one_of({"text", "json"}))
       ->capture_default_str();
   sub->add_option("--trace", opts->trace, "Write a Chrome trace (Perfetto) of the simulated step to this file");
   sub->add_option("--batch", opts->batch, "Global batch (samples per step), for samples/s and tokens/s")
@@ -100,7 +100,7 @@ Command add_simulate_command(CLI::App& root) {
   sub->add_option("--function", opts->function, "The function to simulate (default: train_step, else the first)");
   sub->add_option("--executor", opts->executor,
                   "htae: three concurrent streams per device; program-order: one op at a time (DistIR)")
-      ->check(CLI::IsMember({"htae", "program-order"}))
+      ->transform(one_of({"htae", "program-order"}))
       ->capture_default_str();
   sub->add_flag("--no-bandwidth-sharing", opts->no_bandwidth_sharing,
                 "Ablation: every transfer gets its route's full bandwidth");

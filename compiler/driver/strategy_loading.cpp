@@ -13,8 +13,7 @@ std::optional<htae::ClusterSpec> load_strategy_cluster(const frontend::CheckedSt
   const frontend::ClusterReference& ref = checked.strategy.cluster;
   std::string path = cluster_override.empty() ? ref.resolved : cluster_override;
   if (path.empty()) {
-    diags.error(frontend::diag::kClusterNotFound, ref.range,
-                fmt::format("cannot find cluster file '{}' next to this file or in the stdlib", ref.written));
+    frontend::report_missing_cluster(ref, diags);
     return std::nullopt;
   }
   htae::ClusterOverrides overrides;

@@ -104,7 +104,7 @@ Command add_verify_command(CLI::App& root) {
       ->check(CLI::PositiveNumber);
   sub->add_option("--arithmetic", o->arithmetic,
                   "Precision of every float value: f32, f64, or native (each value's own dtype)")
-      ->check(CLI::IsMember({"f32", "f64", "native"}))
+      ->transform(one_of({"f32", "f64", "native"}))
       ->capture_default_str();
   sub->add_flag("--no-layout-check", o->no_layout_check,
                 "Compare numbers only; do not track which values are partial sums");

@@ -10,6 +10,7 @@
 
 #include "compiler/frontend/frontend_diagnostics.h"
 #include "ir/mesh.h"
+#include "ir/source/spelling.h"
 
 namespace dstc::frontend {
 namespace {
@@ -387,6 +388,39 @@ class StrategyElaborator {
     return out;
   }
 
+  // A selector that matches nothing: names its first segment after which
+  // nothing matches, with the name it most likely misspells, or the names
+  // that would match there. A parameter selector's last segment may name a
+  // parameter rather than a node, and is not judged.
+  void explain_no_match(DiagnosticEngine::Builder& error, const std::vector<Segment>& sel, bool of_params = false) {
+    for (size_t k = 1; k <= sel.size() - (of_params ? 1 : 0); ++k) {
+      std::vector<Segment> prefix(sel.begin(), sel.begin() + static_cast<std::ptrdiff_t>(k));
+      if (!match_nodes(prefix).empty()) continue;
+      Segment& wrong = prefix.back();
+      if (wrong.any_name || wrong.any_depth) return;
+      std::set<std::string> names;
+      for (size_t i = 1; i < paths_.size(); ++i) names.insert(paths_[i].back().name);
+      if (names.count(wrong.name)) return;  // a known name: the index or the position is what fails
+      std::vector<std::string> fitting;
+      std::string written = wrong.name;
+      for (const std::string& name : names) {
+        wrong.name = name;
+        if (!match_nodes(prefix).empty()) fitting.push_back(name);
+      }
+      if (fitting.empty()) return;
+      if (std::optional<std::string> meant = closest_spelling(written, fitting)) {
+        error.note(fmt::format("no node is named '{}' there; did you mean '{}'?", written, *meant));
+        return;
+      }
+      constexpr size_t kListed = 8;
+      std::string list;
+      for (size_t i = 0; i < std::min(fitting.size(), kListed); ++i) list += (i ? ", " : "") + fitting[i];
+      if (fitting.size() > kListed) list += fmt::format(" and {} more", fitting.size() - kListed);
+      error.note(fmt::format("no node is named '{}' there; the names there are {}", written, list));
+      return;
+    }
+  }
+
   // Parameters whose `node path . name` matches, and all under matched nodes.
   std::vector<TensorId> match_params(const std::vector<Segment>& sel) {
     const Model& m = *out_.model;
@@ -437,8 +471,9 @@ class StrategyElaborator {
       nodes = match_nodes(*sel);
       sel_text = text(s.selectors[0]);
       if (nodes.empty()) {
-        diags_.error(diag::kSelectorNoMatch, s.selectors[0].range,
-                     fmt::format("selector '{}' matches no node of {}", sel_text, out_.model->name));
+        auto error = diags_.error(diag::kSelectorNoMatch, s.selectors[0].range,
+                                  fmt::format("selector '{}' matches no node of {}", sel_text, out_.model->name));
+        explain_no_match(error, *sel);
         return;
       }
       for (NodeId n : nodes) {
@@ -494,9 +529,10 @@ class StrategyElaborator {
 
   void schedule_kind(const ConfigEntry& e, const Scope& scope, ScheduleConfig& c) {
     const Expr& v = *e.value;
-    if (v.kind == ExprKind::Call && v.items[0]->kind == ExprKind::Name &&
-        (v.items[0]->text == "interleaved" || v.items[0]->text == "table")) {
-      bool interleaved = v.items[0]->text == "interleaved";
+    std::string callee =
+        v.kind == ExprKind::Call && v.items[0]->kind == ExprKind::Name ? lowercase(v.items[0]->text) : "";
+    if (callee == "interleaved" || callee == "table") {
+      bool interleaved = callee == "interleaved";
       if (v.args.size() != 1 || !v.args[0].name.empty()) {
         diags_.error(diag::kBadConfig, v.range,
                      interleaved ? "write interleaved(V) with V virtual stages" : "write table(\"file.csv\")");
@@ -517,8 +553,10 @@ class StrategyElaborator {
         }
         std::optional<std::string> path = resolve_relative(program_.files[file_]->path, a.s);
         if (!path) {
-          diags_.error(diag::kFileNotFound, v.args[0].value->range,
-                       fmt::format("cannot find schedule table '{}'", a.s));
+          auto error = diags_.error(diag::kFileNotFound, v.args[0].value->range,
+                                    fmt::format("cannot find schedule table '{}'", a.s));
+          if (std::optional<std::string> meant = closest_existing_path(program_.files[file_]->path, a.s))
+            error.note(fmt::format("did you mean \"{}\"?", *meant));
           return;
         }
         c.kind = ScheduleKind::Table;
@@ -527,15 +565,19 @@ class StrategyElaborator {
       return;
     }
     Value k = eval_.eval(v, scope);
-    if (k.type == ValueType::Symbol && (k.s == "gpipe" || k.s == "1f1b" || k.s == "zb_h1")) {
-      c.kind = k.s == "gpipe" ? ScheduleKind::Gpipe : k.s == "1f1b" ? ScheduleKind::OneFOneB : ScheduleKind::ZbH1;
+    // Kinds are case-insensitive: papers write 1F1B and GPipe.
+    std::string kind = k.type == ValueType::Symbol ? lowercase(k.s) : "";
+    if (kind == "gpipe" || kind == "1f1b" || kind == "zb_h1") {
+      c.kind = kind == "gpipe" ? ScheduleKind::Gpipe : kind == "1f1b" ? ScheduleKind::OneFOneB : ScheduleKind::ZbH1;
       return;
     }
     if (k.ok()) {
-      diags_.error(
+      auto error = diags_.error(
           diag::kBadConfig, v.range,
           fmt::format("schedule kind must be gpipe, 1f1b, interleaved(V), zb_h1 or table(\"file.csv\"), not {}",
                       to_string(k)));
+      if (std::optional<std::string> meant = closest_spelling(kind, {"gpipe", "1f1b", "interleaved", "zb_h1", "table"}))
+        error.note(fmt::format("did you mean '{}'?", *meant));
     }
   }
 
@@ -562,8 +604,10 @@ class StrategyElaborator {
         nodes = out_.model->nodes[nodes[0]].children;
       }
       if (nodes.empty()) {
-        diags_.error(diag::kSelectorNoMatch, s.selectors[0].range,
-                     fmt::format("selector '{}' matches no node of {}", text(s.selectors[0]), out_.model->name));
+        auto error =
+            diags_.error(diag::kSelectorNoMatch, s.selectors[0].range,
+                         fmt::format("selector '{}' matches no node of {}", text(s.selectors[0]), out_.model->name));
+        explain_no_match(error, *sel);
         return;
       }
       if (static_cast<int64_t>(nodes.size()) < stages) {
@@ -594,8 +638,9 @@ class StrategyElaborator {
           if (!sel) return;
           std::vector<NodeId> nodes = match_nodes(*sel);
           if (nodes.empty()) {
-            diags_.error(diag::kSelectorNoMatch, m.range,
-                         fmt::format("selector '{}' matches no node of {}", text(m), out_.model->name));
+            auto error = diags_.error(diag::kSelectorNoMatch, m.range,
+                                      fmt::format("selector '{}' matches no node of {}", text(m), out_.model->name));
+            explain_no_match(error, *sel);
             return;
           }
           stage.nodes.insert(stage.nodes.end(), nodes.begin(), nodes.end());
@@ -748,6 +793,24 @@ class StrategyElaborator {
   void default_compute(const StrategyStmt& s) {
     std::optional<std::vector<Sbp>> sbp = sbp_list(s.sbp, false);
     if (!sbp) return;
+    // The default goes only to the ops that have the dim it splits; a dim
+    // no op has would silently replicate every op.
+    std::set<std::string> dims;
+    const Model& m = *out_.model;
+    for (size_t i = 1; i < m.nodes.size(); ++i) {
+      if (!m.nodes[i].is_leaf()) continue;
+      for (const Dim& d : m.leaf_dims(static_cast<NodeId>(i))) dims.insert(d.name);
+    }
+    for (const AxisSbp& w : s.sbp) {
+      if (w.kind != "S" || !w.has_arg || w.arg_is_int || dims.count(w.arg)) continue;
+      auto error =
+          diags_.error(diag::kUnknownDim, w.arg_range,
+                       fmt::format("no op of {} has a dim '{}', so this default would split nothing", m.name, w.arg));
+      if (std::optional<std::string> meant = closest_spelling(w.arg, {dims.begin(), dims.end()}))
+        error.note(fmt::format("did you mean '{}'?", *meant));
+      error.note(fmt::format("the dims of {}'s ops are {}", m.name, fmt::join(dims, ", ")));
+      return;
+    }
     out_.default_compute = ComputeConfig{0, *sbp, true, "default", s.range};
     default_written_ = &s.sbp;
   }
@@ -767,6 +830,8 @@ class StrategyElaborator {
       if (!nodes.empty())
         b.note(fmt::format("it matches the inner node {}; select its leaves with {}.**",
                            out_.model->nodes[nodes[0]].path, sel_text));
+      else
+        explain_no_match(b, *sel);
       return;
     }
     std::optional<std::vector<Sbp>> sbp = sbp_list(s.sbp, false);
@@ -819,8 +884,9 @@ class StrategyElaborator {
     std::vector<TensorId> params = match_params(*sel);
     std::string sel_text = text(s.selectors[0]);
     if (params.empty()) {
-      diags_.error(diag::kSelectorNoMatch, s.selectors[0].range,
-                   fmt::format("selector '{}' matches no parameter of {}", sel_text, out_.model->name));
+      auto error = diags_.error(diag::kSelectorNoMatch, s.selectors[0].range,
+                                fmt::format("selector '{}' matches no parameter of {}", sel_text, out_.model->name));
+      explain_no_match(error, *sel, true);
       return;
     }
     std::optional<std::vector<Sbp>> sbp = sbp_list(s.sbp, true);
@@ -978,6 +1044,16 @@ const Model* ModelCache::get(const Program& program, const DeclRef& model, const
   const Model* ptr = owned.get();
   models_.emplace(key, std::move(owned));
   return ptr;
+}
+
+void report_missing_cluster(const ClusterReference& ref, DiagnosticEngine& diags) {
+  auto error =
+      diags.error(diag::kClusterNotFound, ref.range,
+                  fmt::format("cannot find cluster file '{}' next to this file or in the stdlib", ref.written));
+  if (!ref.range.valid()) return;
+  const std::string& from_file = diags.sources().file(ref.range.file).path;
+  if (std::optional<std::string> meant = closest_existing_path(from_file, ref.written))
+    error.note(fmt::format("did you mean \"{}\"?", *meant));
 }
 
 ClusterReference resolve_cluster(const Program& program, size_t from_file, const ClusterRef& ref, const Scope& scope,

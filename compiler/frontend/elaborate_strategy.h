@@ -42,6 +42,9 @@ std::optional<Strategy> elaborate_strategy(const Program& program, const DeclRef
                                            DiagnosticEngine& diags, const ClusterRef* cluster_override = nullptr,
                                            size_t cluster_file = 0);
 
+// Reports that the cluster file `ref` names was not found (resolved is "").
+void report_missing_cluster(const ClusterReference& ref, DiagnosticEngine& diags);
+
 // Resolves a cluster reference written in file `from_file` of `program`.
 ClusterReference resolve_cluster(const Program& program, size_t from_file, const ClusterRef& ref, const Scope& scope,
                                  Evaluator& eval);

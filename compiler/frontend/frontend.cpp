@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "compiler/frontend/frontend_diagnostics.h"
+#include "ir/source/spelling.h"
 
 namespace dstc::frontend {
 
@@ -86,9 +87,11 @@ void check_program(FrontendResult* result, DiagnosticEngine& diags) {
   }
   for (const ParamOverride& d : result->defines) {
     if (!parameter_names.count(d.name)) {
-      diags.error(
+      auto error = diags.error(
           diag::kBadDefine, SourceRange{},
           fmt::format("-D {}: no model or strategy in the checked files has a parameter named '{}'", d.name, d.name));
+      if (std::optional<std::string> meant = closest_spelling(d.name, {parameter_names.begin(), parameter_names.end()}))
+        error.note(fmt::format("did you mean -D {}={}?", *meant, to_string(d.value)));
     }
   }
 }

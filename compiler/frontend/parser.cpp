@@ -724,7 +724,7 @@ class AstBuilder {
     } else if (ctx->TRUE() || ctx->FALSE()) {
       e->kind = ExprKind::Bool;
       e->bool_value = ctx->TRUE() != nullptr;
-    } else if (ctx->ID() || ctx->SYM_1F1B()) {
+    } else if (ctx->ID() || ctx->SYM_1F1B() || ctx->DIGIT_WORD()) {
       e->kind = ExprKind::Name;
       e->text = ctx->getText();
     } else if (ctx->REPEAT()) {

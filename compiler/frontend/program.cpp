@@ -8,6 +8,7 @@
 
 #include "compiler/frontend/frontend_diagnostics.h"
 #include "compiler/frontend/parser.h"
+#include "ir/source/spelling.h"
 
 #ifndef DSTC_STDLIB_DIR
 #error "DSTC_STDLIB_DIR must be defined by the build"
@@ -85,9 +86,11 @@ class Loader {
       if (!imp) continue;
       std::optional<std::string> resolved = resolve_relative(program_.files[index]->path, imp->path);
       if (!resolved) {
-        diags_.error(diag::kFileNotFound, imp->range,
-                     fmt::format("cannot find '{}' next to this file or in the stdlib ({})", imp->path,
-                                 display_path(stdlib_dir())));
+        auto error = diags_.error(diag::kFileNotFound, imp->range,
+                                  fmt::format("cannot find '{}' next to this file or in the stdlib ({})", imp->path,
+                                              display_path(stdlib_dir())));
+        if (std::optional<std::string> meant = closest_existing_path(program_.files[index]->path, imp->path))
+          error.note(fmt::format("did you mean \"{}\"?", *meant));
         continue;
       }
       size_t before = program_.files.size();
@@ -159,6 +162,28 @@ std::optional<std::string> resolve_relative(const std::string& from_file, const 
   return std::nullopt;
 }
 
+std::optional<std::string> closest_existing_path(const std::string& from_file, const std::string& path) {
+  fs::path written(path);
+  std::vector<fs::path> folders;
+  if (written.is_absolute()) {
+    folders.push_back(written.parent_path());
+  } else {
+    folders.push_back(fs::path(from_file).parent_path() / written.parent_path());
+    folders.push_back(fs::path(stdlib_dir()) / written.parent_path());
+  }
+  for (const fs::path& folder : folders) {
+    std::error_code error;
+    std::vector<std::string> names;
+    for (const fs::directory_entry& entry : fs::directory_iterator(folder, error)) {
+      if (entry.is_regular_file(error)) names.push_back(entry.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());  // directory order is the file system's
+    if (std::optional<std::string> meant = closest_spelling(written.filename().string(), names))
+      return (written.parent_path() / *meant).string();
+  }
+  return std::nullopt;
+}
+
 std::string_view decl_kind_name(DeclKind k) {
   switch (k) {
     case DeclKind::Layer: return "layer";
@@ -202,7 +227,13 @@ const DeclRef* Program::lookup(const std::string& name, size_t from_file, Source
                                DiagnosticEngine& diags) const {
   auto it = decls.find(name);
   if (it == decls.end()) {
-    diags.error(diag::kUnknownName, use, fmt::format("unknown {} '{}'", wanted, name));
+    auto error = diags.error(diag::kUnknownName, use, fmt::format("unknown {} '{}'", wanted, name));
+    std::vector<std::string> visible;
+    for (const auto& [candidate, ref] : decls) {
+      if (visible_files(from_file).count(ref.file)) visible.push_back(candidate);
+    }
+    if (std::optional<std::string> meant = closest_spelling(name, visible))
+      error.note(decls.at(*meant).name_range, fmt::format("did you mean '{}'?", *meant));
     return nullptr;
   }
   if (!visible_files(from_file).count(it->second.file)) {

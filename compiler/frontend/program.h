@@ -29,6 +29,11 @@ std::string stdlib_dir();
 // when it lies under it), or nullopt when neither exists.
 std::optional<std::string> resolve_relative(const std::string& from_file, const std::string& path);
 
+// For a `path` written in `from_file` that resolve_relative cannot find:
+// the path it most likely misspells (the same folder, the closest file name
+// there, beside the file or in the stdlib), or nullopt.
+std::optional<std::string> closest_existing_path(const std::string& from_file, const std::string& path);
+
 enum class DeclKind { Layer, Module, Model, Strategy, Search };
 std::string_view decl_kind_name(DeclKind k);
 

@@ -21,12 +21,29 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return previous[b.size()];
 }
 
+std::string lowercase(std::string_view word) {
+  std::string out(word);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
 namespace {
 
 bool equal_ignoring_case(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
          });
+}
+
+// `short_form` keeps the first letter of `word` and its other letters in
+// order, and is at least three letters and shorter.
+bool abbreviates(std::string_view short_form, std::string_view word) {
+  if (short_form.size() < 3 || short_form.size() >= word.size() || short_form[0] != word[0]) return false;
+  size_t at = 0;
+  for (char c : word) {
+    if (at < short_form.size() && c == short_form[at]) ++at;
+  }
+  return at == short_form.size();
 }
 
 }  // namespace
@@ -43,8 +60,17 @@ std::optional<std::string> closest_spelling(std::string_view word, const std::ve
     size_t d = edit_distance(word, c);
     if (d < best_distance) best = &c, best_distance = d;
   }
-  if (!best) return std::nullopt;
-  return *best;
+  if (best) return *best;
+  // Else the one candidate that abbreviates the word, or that it
+  // abbreviates (`attn` for `attention`).
+  const std::string* abbreviation = nullptr;
+  for (const std::string& c : candidates) {
+    if (!abbreviates(c, word) && !abbreviates(word, c)) continue;
+    if (abbreviation) return std::nullopt;
+    abbreviation = &c;
+  }
+  if (!abbreviation) return std::nullopt;
+  return *abbreviation;
 }
 
 }  // namespace dstc

@@ -32,5 +32,13 @@ TEST(Spelling, ClosestSpellingPrefersCaseThenTheNearestCloseEnough) {
   EXPECT_EQ(closest_spelling("blocks", {"block", "blocked"}), "block");
 }
 
+TEST(Spelling, ClosestSpellingFallsBackToTheOneAbbreviation) {
+  std::vector<std::string> nodes{"attn", "ln1", "ln2", "mlp", "res1"};
+  EXPECT_EQ(closest_spelling("attention", nodes), "attn");
+  EXPECT_EQ(closest_spelling("multilayer_perceptron", nodes), "mlp");
+  EXPECT_EQ(closest_spelling("at", {"attention"}), std::nullopt);                // too short to abbreviate
+  EXPECT_EQ(closest_spelling("lnorm", {"ln1_norm", "ln2_norm"}), std::nullopt);  // two: no guess
+}
+
 }  // namespace
 }  // namespace dstc

@@ -1,0 +1,26 @@
+// Options that take one word of a fixed list (`--kind 1F1B`, `--format json`).
+#include <fmt/format.h>
+
+#include "compiler/driver/command.h"
+#include "ir/source/spelling.h"
+
+namespace dstc {
+
+CLI::Validator one_of(std::vector<std::string> choices) {
+  std::string listed = fmt::format("{{{}}}", fmt::join(choices, ","));
+  return CLI::Validator(
+      [choices = std::move(choices)](std::string& value) -> std::string {
+        std::string word = lowercase(value);
+        if (std::find(choices.begin(), choices.end(), word) != choices.end()) {
+          value = word;
+          return "";
+        }
+        std::string message = fmt::format("'{}' is not one of {}", value, fmt::join(choices, ", "));
+        if (std::optional<std::string> meant = closest_spelling(word, choices))
+          message += fmt::format("; did you mean '{}'?", *meant);
+        return message;
+      },
+      listed);
+}
+
+}  // namespace dstc

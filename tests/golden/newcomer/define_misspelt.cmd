@@ -1,0 +1,1 @@
+check examples/gpt2_megatron.dstrat -D layer=2
