@@ -1,6 +1,8 @@
 #include "compiler/driver/cli.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <exception>
 #include <ostream>
 
@@ -80,16 +82,25 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   }
 
   CommandContext ctx{out, err};
-  ctx.color = color_mode == "always" || (color_mode == "auto" && env.err_is_terminal);
+  ctx.color = color_mode == "always" || (color_mode == "auto" && env.err_is_terminal && !env.no_color);
   ctx.out_is_terminal = env.out_is_terminal;
   for (Command& c : commands) {
     if (c.app->parsed()) {
+      int code = kExitInternal;
       try {
-        return c.run(ctx);
+        code = c.run(ctx);
       } catch (const std::exception& e) {
         err << "dstc: internal error: " << e.what() << "\n";
         return kExitInternal;
       }
+      errno = 0;
+      out.flush();
+      if (out.fail()) {
+        err << fmt::format("dstc: error: cannot write the output{}\n",
+                           errno ? fmt::format(": {}", std::strerror(errno)) : "");
+        return code == kExitSuccess ? kExitInputErrors : code;
+      }
+      return code;
     }
   }
   err << "dstc: error: no subcommand given\nRun 'dstc --help' for usage.\n";

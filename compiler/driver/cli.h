@@ -19,10 +19,11 @@ enum ExitCode : int {
 struct CliEnvironment {
   bool out_is_terminal = false;  // stdout is a terminal (progress bars)
   bool err_is_terminal = false;  // stderr is a terminal (colour diagnostics)
+  bool no_color = false;         // NO_COLOR is set (no-color.org): --color=auto means never
 };
 
-// args excludes the program name.
-int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-            const CliEnvironment& env = {});
+// args excludes the program name. Output that cannot be written (`out` fails,
+// as on a full disk) makes the command fail with kExitInputErrors.
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, const CliEnvironment& env = {});
 
 }  // namespace dstc

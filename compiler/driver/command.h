@@ -42,6 +42,10 @@ Command add_simulate_command(CLI::App& root);
 // the list and a "did you mean".
 CLI::Validator one_of(std::vector<std::string> choices);
 
+// A validator for an option naming a file to write: an empty path is a
+// usage error, not a silently skipped output.
+CLI::Validator non_empty_path();
+
 // For a subcommand whose implementing issue has not landed in this build:
 // says so plainly and exits with kExitInternal.
 int report_unavailable(CommandContext& ctx, std::string_view command, std::string_view what);

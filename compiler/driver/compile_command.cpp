@@ -12,6 +12,7 @@
 #include "compiler/compile_strategy.h"
 #include "compiler/driver/cli.h"
 #include "compiler/driver/command.h"
+#include "compiler/driver/output_file.h"
 #include "compiler/driver/strategy_loading.h"
 #include "compiler/explain/strategy_tree_printer.h"
 #include "htae/report.h"
@@ -63,12 +64,13 @@ int print_simulation(CommandContext& ctx, const CompileOptions& o, const compile
     htae::print_report_text(ctx.out, report);
   }
   if (!o.trace.empty()) {
-    std::ofstream trace(o.trace);
-    if (!trace) {
-      ctx.err << fmt::format("dstc compile: error: cannot write the trace to '{}'\n", o.trace);
-      return kExitUsage;
+    std::string failure = write_file_atomically(o.trace, [&](std::ostream& trace) {
+      htae::write_chrome_trace(trace, compiled.module, compiled.module.functions.front(), report);
+    });
+    if (!failure.empty()) {
+      ctx.err << fmt::format("dstc compile: error: cannot write the trace to '{}': {}\n", o.trace, failure);
+      return kExitInputErrors;
     }
-    htae::write_chrome_trace(trace, compiled.module, compiled.module.functions.front(), report);
   }
   return kExitSuccess;
 }
@@ -123,10 +125,10 @@ int run_compile(CommandContext& ctx, const CompileOptions& o) {
       text << ir::print_rank_program(compiled->module, f, ir::project_rank(compiled->module, f, r));
   }
   if (!o.output.empty()) {
-    std::ofstream file(o.output);
-    if (!(file << text.str())) {
-      ctx.err << fmt::format("dstc compile: error: cannot write '{}'\n", o.output);
-      return finish(kExitUsage);
+    std::string failure = write_file_atomically(o.output, [&](std::ostream& file) { file << text.str(); });
+    if (!failure.empty()) {
+      ctx.err << fmt::format("dstc compile: error: cannot write '{}': {}\n", o.output, failure);
+      return finish(kExitInputErrors);
     }
   } else {
     ctx.out << text.str();
@@ -154,11 +156,12 @@ Command add_compile_command(CLI::App& root) {
       ->transform(one_of({"ir", "ranks", "dot", "tree"}));
   sub->add_option("--rank", o->rank, "With --emit=ranks: only this device's program")->check(CLI::NonNegativeNumber);
   sub->add_flag("--explain", o->explain, "Print every node's final config and where it came from");
-  sub->add_option("-o,--output", o->output, "Write the emitted text to this file");
+  sub->add_option("-o,--output", o->output, "Write the emitted text to this file")->check(non_empty_path());
   sub->add_flag("--simulate", o->simulate, "Predict step time, throughput and memory on the cluster");
   sub->add_option("--cluster", o->request.cluster, "Simulate on this cluster file instead of the strategy's");
   sub->add_option("--format", o->format, "Simulation report: text or json")->transform(one_of({"text", "json"}));
-  sub->add_option("--trace", o->trace, "Write a Chrome trace (Perfetto) of the simulated step");
+  sub->add_option("--trace", o->trace, "Write a Chrome trace (Perfetto) of the simulated step")
+      ->check(non_empty_path());
   sub->add_option("--profile", o->profile, "Measured op and collective times (dstc calibrate)");
   sub->add_option("--executor", o->executor, "htae, or program-order (DistIR: one op at a time per device)")
       ->transform(one_of({"htae", "program-order"}));

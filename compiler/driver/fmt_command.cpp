@@ -7,6 +7,7 @@
 
 #include "compiler/driver/cli.h"
 #include "compiler/driver/command.h"
+#include "compiler/driver/output_file.h"
 #include "compiler/frontend/formatter.h"
 #include "compiler/frontend/frontend_diagnostics.h"
 #include "compiler/frontend/parser.h"
@@ -44,10 +45,9 @@ int run_fmt(CommandContext& ctx, const FmtOptions& opts) {
   }
   if (opts.in_place) {
     if (formatted == original) return kExitSuccess;
-    std::ofstream out(opts.file, std::ios::binary | std::ios::trunc);
-    out << formatted;
-    if (!out) {
-      ctx.err << fmt::format("dstc fmt: error: cannot write '{}'\n", opts.file);
+    std::string failure = write_file_atomically(opts.file, [&](std::ostream& out) { out << formatted; });
+    if (!failure.empty()) {
+      ctx.err << fmt::format("dstc fmt: error: cannot write '{}': {}\n", opts.file, failure);
       return kExitInputErrors;
     }
     return kExitSuccess;

@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <cstdlib>
 #include <iostream>
 
 #include "compiler/driver/cli.h"
@@ -12,7 +13,7 @@ int main(int argc, char** argv) {
   dstc::CliEnvironment env;
   env.out_is_terminal = isatty(STDOUT_FILENO) != 0;
   env.err_is_terminal = isatty(STDERR_FILENO) != 0;
-  int code = dstc::run_cli(args, std::cout, std::cerr, env);
-  std::cout.flush();
-  return code;
+  const char* no_color = std::getenv("NO_COLOR");
+  env.no_color = no_color && *no_color;
+  return dstc::run_cli(args, std::cout, std::cerr, env);
 }

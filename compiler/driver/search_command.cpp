@@ -9,6 +9,7 @@
 
 #include "compiler/driver/cli.h"
 #include "compiler/driver/command.h"
+#include "compiler/driver/output_file.h"
 #include "compiler/driver/search_diagnostics.h"
 #include "compiler/driver/search_export.h"
 #include "compiler/driver/search_plot.h"
@@ -60,10 +61,9 @@ bool write_output(CommandContext& ctx, const std::string& path, const std::funct
     write(ctx.out);
     return true;
   }
-  std::ofstream file(path);
-  if (file) write(file);
-  if (!file) {
-    ctx.err << fmt::format("dstc search: error: cannot write '{}'\n", path);
+  std::string failure = write_file_atomically(path, write);
+  if (!failure.empty()) {
+    ctx.err << fmt::format("dstc search: error: cannot write '{}': {}\n", path, failure);
     return false;
   }
   return true;
@@ -103,7 +103,7 @@ int run_search_command(CommandContext& ctx, const SearchOptions& o) {
   bool written = write_output(ctx, o.csv, [&](std::ostream& out) { search::write_search_csv(out, *result); }) &&
                  write_output(ctx, o.json, [&](std::ostream& out) { search::write_search_json(out, *result); }) &&
                  write_output(ctx, o.plot, [&](std::ostream& out) { search::write_search_svg(out, *result); });
-  if (!written) return finish(kExitUsage);
+  if (!written) return finish(kExitInputErrors);
   if (result->count(search::ConfigStatus::internal_error) > 0) return finish(kExitInternal);
   return finish(kExitSuccess);
 }
@@ -120,9 +120,12 @@ Command add_search_command(CLI::App& root) {
       ->check(CLI::PositiveNumber);
   sub->add_option("-j,--jobs", o->jobs, "Threads compiling and simulating (default: one per core)")
       ->check(CLI::PositiveNumber);
-  sub->add_option("--csv", o->csv, "Write every configuration's figures as CSV to this file ('-': stdout)");
-  sub->add_option("--json", o->json, "Write the summary and every configuration as JSON to this file ('-': stdout)");
-  sub->add_option("--plot", o->plot, "Write an SVG of peak memory against throughput to this file ('-': stdout)");
+  sub->add_option("--csv", o->csv, "Write every configuration's figures as CSV to this file ('-': stdout)")
+      ->check(non_empty_path());
+  sub->add_option("--json", o->json, "Write the summary and every configuration as JSON to this file ('-': stdout)")
+      ->check(non_empty_path());
+  sub->add_option("--plot", o->plot, "Write an SVG of peak memory against throughput to this file ('-': stdout)")
+      ->check(non_empty_path());
   sub->add_flag("--simulate-all", o->simulate_all,
                 "Simulate every configuration, also those a memory lower bound already shows out of memory");
   return {sub, [o](CommandContext& ctx) { return run_search_command(ctx, *o); }};

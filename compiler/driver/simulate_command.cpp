@@ -8,6 +8,7 @@
 
 #include "compiler/driver/cli.h"
 #include "compiler/driver/command.h"
+#include "compiler/driver/output_file.h"
 #include "htae/cluster_spec.h"
 #include "htae/profile_database.h"
 #include "htae/report.h"
@@ -68,12 +69,12 @@ int run_simulate(CommandContext& ctx, const SimulateOptions& opts, const CLI::Ap
     htae::print_report_text(ctx.out, *report);
   }
   if (!opts.trace.empty()) {
-    std::ofstream trace(opts.trace);
     const ir::Function* f = module->find_function(report->function);
-    if (trace) htae::write_chrome_trace(trace, *module, *f, *report);
-    if (!trace) {
-      ctx.err << fmt::format("dstc simulate: error: cannot write the trace to '{}'\n", opts.trace);
-      return kExitUsage;
+    std::string failure = write_file_atomically(
+        opts.trace, [&](std::ostream& trace) { htae::write_chrome_trace(trace, *module, *f, *report); });
+    if (!failure.empty()) {
+      ctx.err << fmt::format("dstc simulate: error: cannot write the trace to '{}': {}\n", opts.trace, failure);
+      return kExitInputErrors;
     }
   }
   return kExitSuccess;
@@ -92,7 +93,8 @@ Command add_simulate_command(CLI::App& root) {
   sub->add_option("--format", opts->format, "Output: text or json")
       ->transform(one_of({"text", "json"}))
       ->capture_default_str();
-  sub->add_option("--trace", opts->trace, "Write a Chrome trace (Perfetto) of the simulated step to this file");
+  sub->add_option("--trace", opts->trace, "Write a Chrome trace (Perfetto) of the simulated step to this file")
+      ->check(non_empty_path());
   sub->add_option("--batch", opts->batch, "Global batch (samples per step), for samples/s and tokens/s")
       ->check(CLI::PositiveNumber);
   sub->add_option("--seq", opts->seq, "Sequence length (tokens per sample), for tokens/s")->check(CLI::PositiveNumber);

@@ -52,6 +52,36 @@ TEST(Cli, UnknownFlagIsAUsageError) {
   EXPECT_EQ(run({}).code, kExitUsage);
 }
 
+TEST(Cli, NoColorTurnsOffColourOnATerminalUnlessAskedFor) {
+  std::vector<std::string> args{"check", DSTC_SOURCE_DIR "/tests/golden/newcomer/template_misspelt.dstrat"};
+  auto err_with = [&](CliEnvironment env, std::vector<std::string> extra) {
+    std::ostringstream out, err;
+    extra.insert(extra.end(), args.begin(), args.end());
+    EXPECT_EQ(run_cli(extra, out, err, env), kExitInputErrors);
+    return err.str();
+  };
+  CliEnvironment terminal{.err_is_terminal = true};
+  CliEnvironment no_color{.err_is_terminal = true, .no_color = true};
+  EXPECT_NE(err_with(terminal, {}).find("\x1b["), std::string::npos);
+  EXPECT_EQ(err_with(no_color, {}).find("\x1b["), std::string::npos);
+  EXPECT_NE(err_with(no_color, {"--color=always"}).find("\x1b["), std::string::npos);
+}
+
+// A stream that fails every write, as stdout does on a full disk.
+struct FullDisk : std::streambuf {
+  int overflow(int) override { return traits_type::eof(); }
+  std::streamsize xsputn(const char*, std::streamsize) override { return 0; }
+};
+
+TEST(Cli, OutputThatCannotBeWrittenIsAnError) {
+  FullDisk full;
+  std::ostream out(&full);
+  std::ostringstream err;
+  EXPECT_EQ(run_cli({"schedule", "--kind", "gpipe", "--ranks", "2", "--micro-batches", "2"}, out, err),
+            kExitInputErrors);
+  EXPECT_NE(err.str().find("cannot write the output"), std::string::npos) << err.str();
+}
+
 TEST(Cli, BadColourModeIsAUsageError) { EXPECT_EQ(run({"--color", "purple", "check"}).code, kExitUsage); }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Options that take one word of a fixed list (`--kind 1F1B`, `--format json`).
+// Validators for option values: words of a fixed list, paths to write.
 #include <fmt/format.h>
 
 #include "compiler/driver/command.h"
@@ -21,6 +21,11 @@ CLI::Validator one_of(std::vector<std::string> choices) {
         return message;
       },
       listed);
+}
+
+CLI::Validator non_empty_path() {
+  return CLI::Validator([](std::string& value) -> std::string { return value.empty() ? "the path is empty" : ""; },
+                        "PATH");
 }
 
 }  // namespace dstc
