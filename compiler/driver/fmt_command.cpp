@@ -1,6 +1,5 @@
 // dstc fmt FILE: print the file in canonical layout; --check: exit 1 and
 // name the file when it is not canonical; -i: rewrite it in place.
-#include <fstream>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -11,6 +10,7 @@
 #include "compiler/frontend/formatter.h"
 #include "compiler/frontend/frontend_diagnostics.h"
 #include "compiler/frontend/parser.h"
+#include "compiler/frontend/program.h"
 
 namespace dstc {
 namespace {
@@ -25,7 +25,7 @@ int run_fmt(CommandContext& ctx, const FmtOptions& opts) {
   SourceManager sources;
   DiagnosticEngine diags(sources);
   std::string error;
-  std::optional<FileId> id = sources.load(opts.file, error);
+  std::optional<FileId> id = sources.load(opts.file, error, frontend::kMaxDstratBytes);
   if (!id) {
     diags.error(frontend::diag::kFileNotFound, SourceRange{}, fmt::format("cannot read '{}': {}", opts.file, error));
     diags.render(ctx.err, ctx.color);

@@ -810,6 +810,11 @@ std::vector<std::string> grammar_keywords() {
 
 std::optional<FileAst> parse_file(FileId file, DiagnosticEngine& diags) {
   const std::string& text = diags.sources().file(file).text;
+  if (size_t nul = text.find('\0'); nul != std::string::npos) {
+    uint32_t at = static_cast<uint32_t>(nul);
+    diags.error(diag::kBinaryFile, {file, at, at + 1}, "file has a NUL byte: it is not a .dstrat text file");
+    return std::nullopt;
+  }
   if (auto bad = first_invalid_utf8(text)) {
     uint32_t at = static_cast<uint32_t>(*bad);
     diags.error(diag::kInvalidUtf8, {file, at, at + 1}, "file is not valid UTF-8 (a .dstrat file must be)");

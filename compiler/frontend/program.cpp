@@ -58,7 +58,7 @@ class Loader {
       id = sources_.add(path, std::move(*text));
     } else {
       std::string error;
-      std::optional<FileId> loaded = sources_.load(path, error);
+      std::optional<FileId> loaded = sources_.load(path, error, kMaxDstratBytes);
       if (!loaded) {
         diags_.error(diag::kFileNotFound, imported_at, fmt::format("cannot read '{}': {}", path, error));
         return std::nullopt;

@@ -20,6 +20,11 @@
 
 namespace dstc::frontend {
 
+// The largest .dstrat file read: a hundred times the largest model in the
+// stdlib, and small enough that lexing garbage of this size stays well
+// under a gigabyte.
+inline constexpr uint64_t kMaxDstratBytes = uint64_t{4} << 20;
+
 // The stdlib directory: $DSTC_STDLIB when set, else the repository's
 // stdlib/ folder (compiled in).
 std::string stdlib_dir();

@@ -1,9 +1,14 @@
 #include "ir/source/source_manager.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <fstream>
-#include <sstream>
+#include <cerrno>
 #include <system_error>
+
+#include <fmt/format.h>
 
 namespace dstc {
 
@@ -19,24 +24,42 @@ FileId SourceManager::add(std::string path, std::string text) {
   return static_cast<FileId>(files_.size());
 }
 
-std::optional<FileId> SourceManager::load(const std::string& path, std::string& error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::error_code ec(errno, std::generic_category());
-    error = ec.message();
+std::optional<FileId> SourceManager::load(const std::string& path, std::string& error, uint64_t max_bytes) {
+  auto reason = [](int e) { return std::error_code(e, std::generic_category()).message(); };
+  error.clear();
+  // Non-blocking, so that opening a FIFO does not wait for a writer.
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    error = reason(errno);
     return std::nullopt;
   }
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) {
-    error = "read failed";
-    return std::nullopt;
+  struct stat info {};
+  std::string text;
+  if (fstat(fd, &info) != 0) {
+    error = reason(errno);
+  } else if (S_ISDIR(info.st_mode)) {
+    error = "it is a directory";
+  } else if (!S_ISREG(info.st_mode)) {
+    error = S_ISFIFO(info.st_mode) ? "it is a pipe, not a regular file" : "it is a device, not a regular file";
+  } else if (static_cast<uint64_t>(info.st_size) > max_bytes) {
+    error = fmt::format("it has {} bytes, more than the {} dstc reads", info.st_size, max_bytes);
+  } else {
+    text.resize(static_cast<size_t>(info.st_size));
+    size_t done = 0;
+    while (done < text.size()) {
+      ssize_t n = read(fd, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        error = reason(errno);
+        break;
+      }
+      if (n == 0) break;  // the file shrank while being read
+      done += static_cast<size_t>(n);
+    }
+    text.resize(done);
   }
-  std::string text = std::move(buf).str();
-  if (text.size() > UINT32_MAX / 2) {
-    error = "file is too large";
-    return std::nullopt;
-  }
+  close(fd);
+  if (!error.empty()) return std::nullopt;
   return add(path, std::move(text));
 }
 

@@ -35,6 +35,10 @@ struct SourceFile {
   std::vector<uint32_t> line_starts;  // byte offset of each line's first byte
 };
 
+// The largest file any stage reads (an IR file of a thousand-GPU program is
+// hundreds of megabytes); offsets are 32-bit.
+inline constexpr uint64_t kMaxSourceBytes = uint64_t{1} << 30;
+
 class SourceManager {
  public:
   SourceManager() = default;
@@ -43,8 +47,11 @@ class SourceManager {
 
   // Adds text under a path; the path is what diagnostics print.
   FileId add(std::string path, std::string text);
-  // Reads a file from disk; nullopt (and a reason in `error`) when unreadable.
-  std::optional<FileId> load(const std::string& path, std::string& error);
+  // Reads a regular file from disk of at most `max_bytes`; nullopt (and a
+  // reason in `error`) when it is unreadable, not a regular file (a device,
+  // a FIFO, a directory: never read or waited on) or larger, which is
+  // known before anything is read.
+  std::optional<FileId> load(const std::string& path, std::string& error, uint64_t max_bytes = kMaxSourceBytes);
   // The id of an already loaded path, if any.
   std::optional<FileId> find(std::string_view path) const;
 

@@ -1,6 +1,9 @@
 #include "ir/source/source_manager.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdio>
 
 namespace dstc {
 namespace {
@@ -41,6 +44,27 @@ TEST(SourceManager, LoadReportsMissingFiles) {
   std::string error;
   EXPECT_FALSE(sm.load("/nonexistent/dir/file.dstrat", error).has_value());
   EXPECT_FALSE(error.empty());
+}
+
+TEST(SourceManager, LoadReadsOnlyRegularFilesWithinTheLimit) {
+  SourceManager sm;
+  std::string error;
+  EXPECT_FALSE(sm.load("/dev/zero", error).has_value());  // would never end
+  EXPECT_EQ(error, "it is a device, not a regular file");
+  EXPECT_FALSE(sm.load(DSTC_SOURCE_DIR "/examples", error).has_value());
+  EXPECT_EQ(error, "it is a directory");
+  std::string fifo = testing::TempDir() + "/source_manager_fifo";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_FALSE(sm.load(fifo, error).has_value());  // no writer: would block
+  EXPECT_EQ(error, "it is a pipe, not a regular file");
+  std::remove(fifo.c_str());
+  std::string readme = DSTC_SOURCE_DIR "/README.md";
+  EXPECT_FALSE(sm.load(readme, error, 100).has_value());
+  EXPECT_NE(error.find("more than the 100 dstc reads"), std::string::npos) << error;
+  std::optional<FileId> whole = sm.load(readme, error);
+  ASSERT_TRUE(whole.has_value());
+  EXPECT_GT(sm.file(*whole).text.size(), 100u);
 }
 
 TEST(SourceManager, FindsLoadedPaths) {
