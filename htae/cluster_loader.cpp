@@ -13,6 +13,17 @@
 namespace dstc::htae {
 namespace {
 
+// Physical ranges of the figures a cluster file gives (docs/cluster.md):
+// wide enough for any GPU, link or network of today and the next decade,
+// narrow enough that a unit mistake (Gb/s for bytes/s, ms for s) or a
+// typo'd exponent is caught where it is written.
+constexpr PhysicalRange kBandwidth{1e6, false, 1e15, "bytes/s"};
+constexpr PhysicalRange kLatency{0, false, 1, "s"};
+constexpr PhysicalRange kLaunchOverhead{0, false, 1e-2, "s"};
+constexpr PhysicalRange kPeakFlops{1e9, false, 1e18, "FLOP/s"};
+constexpr PhysicalRange kOverlapFactor{1, false, 100, ""};
+constexpr int64_t kMaxMemoryBytes = int64_t{1} << 50;  // 1 PiB per GPU
+
 class ClusterLoader {
  public:
   ClusterLoader(const TomlFile& toml, SourceManager& sources, DiagnosticEngine& diags)
@@ -23,7 +34,7 @@ class ClusterLoader {
     spec.path = path;
     TableReader root(toml_.root, "", toml_.file, sources_, diags_);
     spec.name = root.string("name", true).value_or("");
-    std::optional<int64_t> nodes = root.integer("nodes", false);
+    std::optional<int64_t> nodes = root.integer("nodes", false, 1, kMaxDevices);
     int64_t gpus = root.integer("gpus_per_node", true).value_or(0);
     bool nodes_given = toml_.root.contains("nodes");
     spec.nodes = nodes.value_or(1);
@@ -38,6 +49,14 @@ class ClusterLoader {
         return std::nullopt;
       }
       spec.nodes = *overrides.nodes;
+    }
+    if (gpus > 0 && spec.nodes > kMaxDevices / gpus) {
+      SourceRange at = nodes_given && !overrides.nodes ? root.key_range("nodes") : SourceRange{};
+      auto b = diags_.error(
+          diag::kConfigBadValue, at,
+          fmt::format("{} nodes of {} GPUs exceed the {} GPUs dstc simulates", spec.nodes, gpus, kMaxDevices));
+      if (overrides.nodes) b.note(fmt::format("the node count {} comes from --nodes", spec.nodes));
+      return std::nullopt;
     }
     if (const toml::table* gpu = root.table("gpu", true)) read_gpu(*gpu, spec.gpu);
     const toml::table* intra = root.table("intra_node", true);
@@ -67,13 +86,14 @@ class ClusterLoader {
   void read_gpu(const toml::table& table, GpuSpec& gpu) {
     TableReader r(table, "gpu", toml_.file, sources_, diags_);
     gpu.name = r.string("name", true).value_or("");
-    gpu.memory_bytes = r.integer("memory_bytes", true).value_or(0);
-    gpu.hbm_bandwidth = r.number("hbm_bandwidth", true).value_or(0);
-    gpu.launch_overhead = r.number("launch_overhead", true, 0, false).value_or(0);
+    gpu.memory_bytes = r.integer("memory_bytes", true, 1, kMaxMemoryBytes).value_or(0);
+    gpu.hbm_bandwidth = r.number("hbm_bandwidth", true, kBandwidth).value_or(0);
+    gpu.launch_overhead = r.number("launch_overhead", true, kLaunchOverhead).value_or(0);
     if (const toml::table* peaks = r.table("peak_flops", true)) {
       TableReader p(*peaks, "gpu.peak_flops", toml_.file, sources_, diags_);
       for (ComputeDtype dtype : kComputeDtypes) {
-        gpu.peak_flops[static_cast<size_t>(dtype)] = p.number(dtype_name(dtype), dtype == ComputeDtype::fp32);
+        gpu.peak_flops[static_cast<size_t>(dtype)] =
+            p.number(dtype_name(dtype), dtype == ComputeDtype::fp32, kPeakFlops);
       }
       p.reject_unknown_keys();
     }
@@ -82,7 +102,7 @@ class ClusterLoader {
 
   void read_runtime(const toml::table& table, RuntimeSpec& runtime) {
     TableReader r(table, "runtime", toml_.file, sources_, diags_);
-    runtime.overlap_factor = r.number("overlap_factor", false, 1.0, false).value_or(1.0);
+    runtime.overlap_factor = r.number("overlap_factor", false, kOverlapFactor).value_or(1.0);
     runtime.prefetch_gathers = r.integer("prefetch_gathers", false, 0).value_or(runtime.prefetch_gathers);
     if (const toml::table* eff = r.table("collective_efficiency", false)) {
       TableReader e(*eff, "runtime.collective_efficiency", toml_.file, sources_, diags_);
@@ -136,14 +156,14 @@ class ClusterLoader {
   void read_intra_node(const toml::table& table, ClusterSpec& spec) {
     TableReader r(table, "intra_node", toml_.file, sources_, diags_);
     IntraNodeSpec& intra = spec.intra_node;
-    intra.latency = r.number("latency", true, 0, false).value_or(0);
+    intra.latency = r.number("latency", true, kLatency).value_or(0);
     std::optional<std::string> kind = r.string("kind", true);
     if (kind == "nvswitch") {
       intra.kind = IntraNodeKind::nvswitch;
-      intra.gpu_bandwidth = r.number("gpu_bandwidth", true).value_or(0);
+      intra.gpu_bandwidth = r.number("gpu_bandwidth", true, kBandwidth).value_or(0);
     } else if (kind == "nvlink_mesh") {
       intra.kind = IntraNodeKind::nvlink_mesh;
-      intra.link_bandwidth = r.number("link_bandwidth", true).value_or(0);
+      intra.link_bandwidth = r.number("link_bandwidth", true, kBandwidth).value_or(0);
       if (const toml::array* links = r.array("links", true)) read_mesh_links(r, *links, spec);
     } else if (kind == "pcie") {
       intra.kind = IntraNodeKind::pcie;
@@ -200,9 +220,9 @@ class ClusterLoader {
   void read_pcie(TableReader& r, const toml::table& table, ClusterSpec& spec) {
     IntraNodeSpec& intra = spec.intra_node;
     int gpus = spec.gpus_per_node;
-    intra.gpu_bandwidth = r.number("gpu_bandwidth", true).value_or(0);
+    intra.gpu_bandwidth = r.number("gpu_bandwidth", true, kBandwidth).value_or(0);
     intra.sockets = static_cast<int>(r.integer("sockets", true).value_or(1));
-    intra.socket_link_bandwidth = r.number("socket_link_bandwidth", intra.sockets > 1).value_or(0);
+    intra.socket_link_bandwidth = r.number("socket_link_bandwidth", intra.sockets > 1, kBandwidth).value_or(0);
     const toml::array* switches = r.array("switch", true);
     if (!switches) return;
     std::vector<const toml::node*> seen(gpus, nullptr);
@@ -221,7 +241,7 @@ class ClusterLoader {
                      fmt::format("socket {} does not exist: the node has sockets 0 to {}", *socket, intra.sockets - 1));
       }
       result.socket = static_cast<int>(socket.value_or(0));
-      result.uplink_bandwidth = s.number("uplink_bandwidth", true).value_or(0);
+      result.uplink_bandwidth = s.number("uplink_bandwidth", true, kBandwidth).value_or(0);
       if (const toml::array* list = s.array("gpus", true)) result.gpus = gpu_list(s, *list, "gpus", gpus, seen);
       s.reject_unknown_keys();
       intra.switches.push_back(std::move(result));
@@ -240,8 +260,8 @@ class ClusterLoader {
     TableReader r(table, "nic", toml_.file, sources_, diags_);
     NetworkSpec& net = spec.network;
     std::optional<int64_t> count = r.integer("count", true);
-    net.nic_bandwidth = r.number("bandwidth", true).value_or(0);
-    net.nic_latency = r.number("latency", true, 0, false).value_or(0);
+    net.nic_bandwidth = r.number("bandwidth", true, kBandwidth).value_or(0);
+    net.nic_latency = r.number("latency", true, kLatency).value_or(0);
     const toml::array* lists = r.array("gpus", false);
     r.reject_unknown_keys();
     if (!count) return;

@@ -95,6 +95,11 @@ struct RuntimeSpec {
   double efficiency(std::string_view collective) const;
 };
 
+// The most GPUs a cluster may have: past the largest machines built (about
+// 200,000 GPUs in 2026) with room to plan, and small enough that the
+// topology of a cluster this size fits in memory.
+inline constexpr int64_t kMaxDevices = int64_t{1} << 20;
+
 struct ClusterSpec {
   std::string name;
   std::string path;  // the file it was loaded from

@@ -98,7 +98,11 @@ const toml::node* TableReader::find(std::string_view key, bool required, std::st
   return node;
 }
 
-std::optional<double> TableReader::number(std::string_view key, bool required, double min, bool strict) {
+std::optional<double> TableReader::number(std::string_view key, bool required, double min, bool strict, double max) {
+  return number(key, required, PhysicalRange{min, strict, max, ""});
+}
+
+std::optional<double> TableReader::number(std::string_view key, bool required, const PhysicalRange& bounds) {
   const toml::node* node = find(key, required, "a number");
   if (!node) return std::nullopt;
   std::optional<double> value;
@@ -110,17 +114,24 @@ std::optional<double> TableReader::number(std::string_view key, bool required, d
     wrong_type(*node, key, "a number");
     return std::nullopt;
   }
-  if (!std::isfinite(*value) || (strict ? *value <= min : *value < min)) {
+  bool too_small = bounds.min_exclusive ? *value <= bounds.min : *value < bounds.min;
+  if (!std::isfinite(*value) || too_small || *value > bounds.max) {
     failed_ = true;
+    std::string unit = bounds.unit.empty() ? "" : fmt::format(" {}", bounds.unit);
+    std::string wanted =
+        bounds.max == std::numeric_limits<double>::max()
+            ? fmt::format("{} {}{}", bounds.min_exclusive ? "greater than" : "at least", format_number(bounds.min),
+                          unit)
+            : fmt::format("{} {}{} and at most {}{}", bounds.min_exclusive ? "greater than" : "at least",
+                          format_number(bounds.min), unit, format_number(bounds.max), unit);
     diags_.error(diag::kConfigBadValue, range(*node),
-                 fmt::format("'{}' must be {} {}, not {}", qualified(key), strict ? "greater than" : "at least",
-                             format_number(min), format_number(*value)));
+                 fmt::format("'{}' must be {}, not {}", qualified(key), wanted, format_number(*value)));
     return std::nullopt;
   }
   return value;
 }
 
-std::optional<int64_t> TableReader::integer(std::string_view key, bool required, int64_t min) {
+std::optional<int64_t> TableReader::integer(std::string_view key, bool required, int64_t min, int64_t max) {
   const toml::node* node = find(key, required, "an integer");
   if (!node) return std::nullopt;
   std::optional<int64_t> value = node->value_exact<int64_t>();
@@ -128,10 +139,12 @@ std::optional<int64_t> TableReader::integer(std::string_view key, bool required,
     wrong_type(*node, key, "an integer");
     return std::nullopt;
   }
-  if (*value < min) {
+  if (*value < min || *value > max) {
     failed_ = true;
     diags_.error(diag::kConfigBadValue, range(*node),
-                 fmt::format("'{}' must be at least {}, not {}", qualified(key), min, *value));
+                 max == std::numeric_limits<int64_t>::max()
+                     ? fmt::format("'{}' must be at least {}, not {}", qualified(key), min, *value)
+                     : fmt::format("'{}' must be from {} to {}, not {}", qualified(key), min, max, *value));
     return std::nullopt;
   }
   return value;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <set>
 #include <string>
@@ -16,6 +17,16 @@
 #include "ir/source/diagnostics.h"
 
 namespace dstc::htae {
+
+// The values a physical quantity can take on real hardware, with its unit:
+// a value outside it is a typo or a unit mistake, caught where it is
+// written instead of surfacing later as "the schedule cannot finish".
+struct PhysicalRange {
+  double min = 0;
+  bool min_exclusive = true;
+  double max = std::numeric_limits<double>::max();
+  std::string_view unit;
+};
 
 // A parsed TOML file whose text is in the SourceManager.
 struct TomlFile {
@@ -37,10 +48,14 @@ class TableReader {
   TableReader(const toml::table& table, std::string name, FileId file, const SourceManager& sources,
               DiagnosticEngine& diags);
 
-  // A number (integer or float) >= min, or > min when `strict`.
-  std::optional<double> number(std::string_view key, bool required, double min = 0, bool strict = true);
-  // An integer >= min.
-  std::optional<int64_t> integer(std::string_view key, bool required, int64_t min = 1);
+  // A number (integer or float) >= min, or > min when `strict`, and <= max.
+  std::optional<double> number(std::string_view key, bool required, double min = 0, bool strict = true,
+                               double max = std::numeric_limits<double>::max());
+  // A number within a physical range.
+  std::optional<double> number(std::string_view key, bool required, const PhysicalRange& range);
+  // An integer in [min, max].
+  std::optional<int64_t> integer(std::string_view key, bool required, int64_t min = 1,
+                                 int64_t max = std::numeric_limits<int64_t>::max());
   std::optional<std::string> string(std::string_view key, bool required);
   const toml::table* table(std::string_view key, bool required);
   const toml::array* array(std::string_view key, bool required);
