@@ -90,53 +90,88 @@ std::string trimmed_grid(const ScheduleTable& table, const ScheduleRun& run) {
 
 ScheduleRun run_unit_time(const ScheduleTable& table) {
   ScheduleRun run;
+  const auto ranks = static_cast<int32_t>(table.ranks.size());
   run.steps.resize(table.ranks.size());
   Progress progress(table);
+  size_t unfinished = 0;
+  std::vector<int32_t> candidates;
+  for (int32_t r = 0; r < ranks; ++r) {
+    if (!table.ranks[r].empty()) ++unfinished, candidates.push_back(r);
+  }
+  // Only a rank that ran, or one waiting on an action that just finished,
+  // can run at the next step: each step costs what it runs, so a chain of
+  // n ranks takes O(n) steps of O(1), not O(n^2).
+  std::vector<int32_t> woken;
+  std::vector<char> is_woken(table.ranks.size(), 0);
+  auto wake = [&](int32_t stage) {
+    if (stage < 0 || stage >= table.num_stages) return;
+    int32_t r = table.rank_of_stage(stage);
+    if (r < ranks && !is_woken[r]) is_woken[r] = 1, woken.push_back(r);
+  };
   for (int32_t step = 0;; ++step) {
-    bool all_done = true, progressed = false;
-    for (size_t r = 0; r < table.ranks.size(); ++r) {
+    if (unfinished == 0) {
+      run.complete = true;
+      run.num_steps = step;
+      return run;
+    }
+    bool progressed = false;
+    for (int32_t r : candidates) {
       size_t next = run.steps[r].size();
       if (next == table.ranks[r].size()) continue;
-      all_done = false;
       const Action& a = table.ranks[r][next];
       if (unmet_dependency(table, progress, a, step)) continue;
       mark_done(a, progress, step);
       run.steps[r].push_back(step);
       progressed = true;
+      if (next + 1 == table.ranks[r].size()) --unfinished;
+      if (!is_woken[r]) is_woken[r] = 1, woken.push_back(r);
+      // The dependents of `a`: the next stage's forward, this stage's
+      // backward and weight-grad, the previous stage's backward.
+      wake(a.stage + 1);
+      wake(a.stage);
+      wake(a.stage - 1);
     }
-    if (all_done) {
-      run.complete = true;
+    if (!progressed) {  // stuck: every unfinished rank waits
       run.num_steps = step;
       return run;
     }
-    if (!progressed) {
-      run.num_steps = step;
-      return run;
-    }
+    std::sort(woken.begin(), woken.end());
+    for (int32_t r : woken) is_woken[r] = 0;
+    candidates.swap(woken);
+    woken.clear();
   }
 }
 
 std::string render_grid(const ScheduleTable& table, const ScheduleRun& run) {
-  size_t width = 4;
-  for (const auto& rank : table.ranks)
-    for (const Action& a : rank) width = std::max(width, to_string(a).size() + 1);
-  std::string out = fmt::format("{:<8}", "step");
-  for (int32_t s = 0; s < run.num_steps; ++s) out += fmt::format("{:<{}}", s, width);
-  while (!out.empty() && out.back() == ' ') out.pop_back();
-  out += "\n";
-  for (size_t r = 0; r < table.ranks.size(); ++r) {
-    std::vector<std::string> cells(run.num_steps, ".");
-    for (size_t i = 0; i < run.steps[r].size(); ++i) cells[run.steps[r][i]] = to_string(table.ranks[r][i]);
-    std::string row = fmt::format("{:<8}", fmt::format("rank {}", r));
-    for (const std::string& c : cells) row += fmt::format("{:<{}}", c, width);
-    while (!row.empty() && row.back() == ' ') row.pop_back();
-    out += row + "\n";
+  std::string out;
+  if (int64_t{run.num_steps} * static_cast<int64_t>(table.ranks.size()) > kMaxGridCells) {
+    out = fmt::format("({} ranks x {} steps: too large to draw; --csv prints the table)\n", table.ranks.size(),
+                      run.num_steps);
+  } else {
+    size_t width = 4;
+    for (const auto& rank : table.ranks)
+      for (const Action& a : rank) width = std::max(width, to_string(a).size() + 1);
+    out = fmt::format("{:<8}", "step");
+    for (int32_t s = 0; s < run.num_steps; ++s) out += fmt::format("{:<{}}", s, width);
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    out += "\n";
+    for (size_t r = 0; r < table.ranks.size(); ++r) {
+      std::vector<std::string> cells(run.num_steps, ".");
+      for (size_t i = 0; i < run.steps[r].size(); ++i) cells[run.steps[r][i]] = to_string(table.ranks[r][i]);
+      std::string row = fmt::format("{:<8}", fmt::format("rank {}", r));
+      for (const std::string& c : cells) row += fmt::format("{:<{}}", c, width);
+      while (!row.empty() && row.back() == ' ') row.pop_back();
+      out += row + "\n";
+    }
   }
   if (!run.complete) {
     Progress progress = progress_of(table, run);
+    constexpr size_t kShownBlocked = 16;
+    size_t blocked = 0;
     for (size_t r = 0; r < table.ranks.size(); ++r) {
       size_t next = run.steps[r].size();
       if (next == table.ranks[r].size()) continue;
+      if (++blocked > kShownBlocked) continue;
       const Action& a = table.ranks[r][next];
       std::optional<Action> waits = unmet_dependency(table, progress, a, run.num_steps);
       out += fmt::format("rank {} is blocked at {} (action {} of its list)", r, to_string(a), next + 1);
@@ -146,6 +181,7 @@ std::string render_grid(const ScheduleTable& table, const ScheduleRun& run) {
       }
       out += "\n";
     }
+    if (blocked > kShownBlocked) out += fmt::format("and {} more ranks are blocked\n", blocked - kShownBlocked);
   }
   return out;
 }
@@ -262,11 +298,30 @@ bool check_schedule(const ScheduleTable& table, const ScheduleCheckOptions& opti
   if (diags.error_count() != errors_before) return false;
   ScheduleRun run = run_unit_time(table);
   if (!run.complete) {
-    diags
-        .error(diag::schedule_deadlock, options.origin,
-               fmt::format("the pipeline schedule deadlocks after step {}: no rank can run its next action",
-                           run.num_steps - 1))
-        .note("timestep grid, one action per step:\n" + trimmed_grid(table, run));
+    // Located at the first blocked rank's next action, with the action it
+    // waits for: in a table, the cells of the cycle.
+    const Action* stuck = nullptr;
+    for (size_t r = 0; r < table.ranks.size() && !stuck; ++r) {
+      if (run.steps[r].size() < table.ranks[r].size()) stuck = &table.ranks[r][run.steps[r].size()];
+    }
+    auto error =
+        diags.error(diag::schedule_deadlock, stuck ? where(*stuck) : options.origin,
+                    fmt::format("the pipeline schedule deadlocks after step {}: no rank can run its next action",
+                                run.num_steps - 1));
+    if (stuck) {
+      Progress progress = progress_of(table, run);
+      if (std::optional<Action> waits = unmet_dependency(table, progress, *stuck, run.num_steps)) {
+        Action listed = as_listed(table, *waits);
+        const Action* cell = nullptr;
+        for (const Action& a : table.ranks[table.rank_of_stage(listed.stage)]) {
+          if (a == listed) cell = &a;
+        }
+        error.note(cell ? where(*cell) : SourceRange{},
+                   fmt::format("{} waits for {} on rank {}, which cannot run either", to_string(*stuck),
+                               to_string(listed), table.rank_of_stage(listed.stage)));
+      }
+    }
+    error.note("timestep grid, one action per step:\n" + trimmed_grid(table, run));
     return false;
   }
   return true;

@@ -23,6 +23,8 @@ ScheduleRun run_unit_time(const ScheduleTable& table);
 
 // The grid: one row per rank, one column per step. For an incomplete run,
 // each blocked rank's next action is marked with what it waits for.
+// Past this many cells (ranks x steps) the grid is replaced by one line.
+inline constexpr int64_t kMaxGridCells = int64_t{1} << 20;
 std::string render_grid(const ScheduleTable& table, const ScheduleRun& run);
 
 struct ScheduleCheckOptions {

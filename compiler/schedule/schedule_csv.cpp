@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "compiler/schedule/schedule_diagnostics.h"
+#include "compiler/schedule/schedule_generators.h"
 
 namespace dstc::schedule {
 namespace {
@@ -43,7 +44,8 @@ std::optional<ScheduleTable> read_schedule_csv(FileId file, const PipelineDims& 
 
   uint32_t line_begin = 0;
   uint32_t last_row_begin = 0;
-  while (line_begin < text.size()) {
+  int64_t actions = 0;
+  while (line_begin < text.size() && !diags.at_error_limit()) {
     size_t nl = text.find('\n', line_begin);
     uint32_t line_end = nl == std::string::npos ? static_cast<uint32_t>(text.size()) : static_cast<uint32_t>(nl);
     uint32_t offset = line_begin;
@@ -51,6 +53,13 @@ std::optional<ScheduleTable> read_schedule_csv(FileId file, const PipelineDims& 
     if (!line.empty() && line.front() != '#') {
       last_row_begin = line_begin;
       int32_t rank = static_cast<int32_t>(table.ranks.size());
+      if (rank == dims.ranks) {  // stop at the first extra row: the rest cannot be right
+        diags.error(diag::schedule_out_of_range, SourceRange{file, line_begin, line_end},
+                    fmt::format("row {} of the schedule table is one too many: the pipeline has {} rank{}, one row "
+                                "per rank",
+                                rank + 1, dims.ranks, dims.ranks == 1 ? "" : "s"));
+        return std::nullopt;
+      }
       table.ranks.emplace_back();
       uint32_t cell_begin = line_begin;
       while (cell_begin <= line_end) {
@@ -62,6 +71,12 @@ std::optional<ScheduleTable> read_schedule_csv(FileId file, const PipelineDims& 
           SourceRange range{file, at, at + static_cast<uint32_t>(cell.size())};
           if (std::optional<Action> a = parse_action(cell)) {
             a->where = range;
+            if (++actions > kMaxScheduleActions) {
+              diags.error(
+                  diag::schedule_out_of_range, range,
+                  fmt::format("the schedule table has more than the {} actions dstc schedules", kMaxScheduleActions));
+              return std::nullopt;
+            }
             table.ranks[rank].push_back(*a);
           } else {
             diags.error(diag::schedule_bad_cell, range, fmt::format("'{}' is not a pipeline action", cell))

@@ -114,6 +114,12 @@ std::variant<ScheduleTable, std::string> generate_schedule(const ScheduleRequest
                        schedule_kind_name(req.kind));
   }
   if (interleaving && req.virtual_stages < 1) return std::string("interleaving needs at least one virtual stage");
+  // Counted in 64 bits: ranks, stages and micro-batches are each 32-bit.
+  int64_t actions = int64_t{req.ranks} * req.virtual_stages * req.micro_batches * (req.forward_only ? 1 : 2);
+  if (actions > kMaxScheduleActions) {
+    return fmt::format("{} ranks x {} virtual stages x {} micro-batches is {} actions, more than the {} dstc schedules",
+                       req.ranks, req.virtual_stages, req.micro_batches, actions, kMaxScheduleActions);
+  }
   if (interleaving && req.micro_batches % req.ranks != 0) {
     return fmt::format("the interleaved schedule needs micro-batches ({}) to be a multiple of the pipeline ranks ({})",
                        req.micro_batches, req.ranks);

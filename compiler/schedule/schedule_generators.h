@@ -14,6 +14,11 @@ enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZeroBubbleH1 };
 
 std::string_view schedule_kind_name(ScheduleKind kind);
 
+// The most actions (forwards and backwards of a stage and micro-batch) a
+// schedule may hold: 128 pipeline ranks of 1024 micro-batches with 64
+// virtual stages each, and a table of it stays in the hundreds of megabytes.
+inline constexpr int64_t kMaxScheduleActions = int64_t{1} << 24;
+
 struct ScheduleRequest {
   ScheduleKind kind = ScheduleKind::OneFOneB;
   int32_t ranks = 1;

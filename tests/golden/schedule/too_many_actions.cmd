@@ -1,0 +1,1 @@
+schedule --ranks 65536 --micro-batches 65536
