@@ -440,11 +440,14 @@ class Parser {
     if (!expect(Tok::LBracket, "'[' and the shape")) return false;
     TensorType t;
     t.dtype = *dtype;
+    int64_t elements = 1;
     while (tok_.kind != Tok::RBracket) {
       Token at = tok_;
       int64_t d = 0;
       if (!parse_int(d, "a dimension size")) return false;
       if (d < 0) return error(diag::kIrSyntax, range(at), "dimension sizes must be >= 0");
+      if (__builtin_mul_overflow(elements, d, &elements) || elements > kMaxTensorElements)
+        return error(diag::kIrSyntax, range(at), "a tensor has at most 2^48 elements");
       if (t.rank == kMaxRank)
         return error(diag::kIrSyntax, range(at), fmt::format("a type has at most {} dimensions", kMaxRank));
       t.dims[t.rank++] = d;

@@ -14,6 +14,11 @@ enum class DType : uint8_t { F32, F16, BF16, F64, I32, I64, I8, U8 };
 
 inline constexpr int kMaxRank = 8;
 
+// The most elements a tensor may have (about 2.8e14, 560 TB in bf16), in
+// a .dstrat model or an IR file: beyond any model, and small enough that
+// sizes, bytes and FLOPs computed from tensors never overflow 64 bits.
+inline constexpr int64_t kMaxTensorElements = int64_t{1} << 48;
+
 std::string_view dtype_name(DType t);
 std::optional<DType> parse_dtype(std::string_view name);
 int dtype_bytes(DType t);

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "compiler/frontend/frontend_diagnostics.h"
+#include "ir/types.h"
 
 namespace dstc::frontend {
 namespace {
@@ -141,6 +142,23 @@ class ModelElaborator {
     return static_cast<TensorId>(model_.tensors.size() - 1);
   }
 
+  // Whether a tensor of these dims is small enough to model: its element
+  // count, and so every byte count, FLOP count and product of two sizes
+  // downstream, stays far inside 64 bits.
+  bool size_fits(const std::vector<Dim>& dims, const std::string& name, SourceRange at) {
+    int64_t elements = 1;
+    for (const Dim& d : dims) {
+      if (__builtin_mul_overflow(elements, d.size, &elements) || elements > ir::kMaxTensorElements) {
+        std::string shape;
+        for (const Dim& e : dims) shape += fmt::format("{}{}: {}", shape.empty() ? "" : ", ", e.name, e.size);
+        diags_.error(diag::kTensorTooLarge, at,
+                     fmt::format("{}[{}] has more than the 2^48 elements dstc models", name, shape));
+        return false;
+      }
+    }
+    return true;
+  }
+
   bool declare(Frame& f, const std::string& name, SourceRange at) {
     auto [it, inserted] = f.names.emplace(name, at);
     if (inserted) return true;
@@ -246,7 +264,7 @@ class ModelElaborator {
     if (f.decl->kind == ComponentKind::Model) {
       std::optional<std::vector<Dim>> dims = sized_dims(f, s.dims, "model inputs");
       std::optional<DType> dtype = dtype_of(s, DType::F32);
-      if (!dims || !dtype) return;
+      if (!dims || !dtype || !size_fits(*dims, s.name, s.range)) return;
       for (const Dim& d : *dims) f.dim_sizes[d.name] = d.size;
       TensorId id = add_tensor(0, s.name, *dims, *dtype, TensorRole::Input, s.range);
       model_.inputs.push_back(id);
@@ -363,7 +381,10 @@ class ModelElaborator {
     if (!declare(f, s.name, s.name_range)) return;
     std::optional<std::vector<Dim>> dims = sized_dims(f, s.dims, "parameters");
     std::optional<DType> dtype = dtype_of(s, DType::F32);
-    if (!dims || !dtype) return;
+    if (!dims || !dtype || !size_fits(*dims, s.name, s.range)) {
+      f.poisoned.insert(s.name);  // its uses would only repeat the error
+      return;
+    }
     for (const Dim& d : *dims) f.dim_sizes[d.name] = d.size;
     TensorId id = add_tensor(f.node, s.name, *dims, *dtype, TensorRole::Param, s.range);
     model_.nodes[f.node].params.push_back(id);
@@ -416,7 +437,8 @@ class ModelElaborator {
       if (const OpSignature* sig = find_op(callee); sig && !program_.find_visible(callee, f.file)) {
         size_t errors = diags_.error_count();
         op_statement(f, s, *sig);
-        if (diags_.error_count() > errors) {
+        // An op over a tensor that already failed binds nothing, silently.
+        if (diags_.error_count() > errors || !f.tensors.count(s.name)) {
           f.tensors.erase(s.name);
           f.poisoned.insert(s.name);
         }
@@ -509,9 +531,12 @@ class ModelElaborator {
                      ref.component->name)) {
       return std::nullopt;
     }
+    size_t first_diagnostic = diags_.diagnostics().size();
     body(child, ref.component->body);
     finish_component(child);
     if (diags_.error_count() > errors) {
+      diags_.note_other_files_since(first_diagnostic, call,
+                                    fmt::format("in {} instantiated here", ref.component->name));
       failed_.insert(ref.component);
       return std::nullopt;
     }
@@ -722,6 +747,7 @@ class ModelElaborator {
                    fmt::format("{}: {}", sig.name, error.message));
       return;
     }
+    if (!size_fits(*out, s.name, s.range)) return;
     DType dtype = DType::F32;
     for (const LocalTensor& t : inputs) {
       DType d = model_.tensors[t.id].dtype;

@@ -199,6 +199,10 @@ bool require_dim(const std::vector<Dim>& dims, const std::string& name, int inpu
   return false;
 }
 
+// Kernels and padding past this are typos; below it, the padded size of a
+// dim (at most 2^48) cannot overflow.
+constexpr int64_t kMaxWindow = int64_t{1} << 31;
+
 int64_t pooled(int64_t size, int64_t kernel, int64_t stride, int64_t padding) {
   return (size + 2 * padding - kernel) / stride + 1;
 }
@@ -336,6 +340,8 @@ std::optional<std::vector<Dim>> infer_output(const OpSignature& sig, const std::
       const AttrValue* p = attr(attrs, "padding");
       int64_t stride = s ? s->i : 1, padding = p ? p->i : 0;
       if (stride < 1 || padding < 0) return fail(error, "stride must be at least 1 and padding not negative");
+      if (padding > kMaxWindow || w[2].size > kMaxWindow || w[3].size > kMaxWindow)
+        return fail(error, "padding and kernel sizes must be at most 2^31");
       int64_t oh = pooled(x[n - 2].size, w[2].size, stride, padding);
       int64_t ow = pooled(x[n - 1].size, w[3].size, stride, padding);
       if (oh < 1 || ow < 1) return fail(error, "the kernel is larger than the padded input");
@@ -355,6 +361,7 @@ std::optional<std::vector<Dim>> infer_output(const OpSignature& sig, const std::
       const AttrValue* p = attr(attrs, "padding");
       int64_t stride = s ? s->i : kernel, padding = p ? p->i : 0;
       if (kernel < 1 || stride < 1 || padding < 0) return fail(error, "kernel and stride must be at least 1");
+      if (padding > kMaxWindow || kernel > kMaxWindow) return fail(error, "padding and kernel must be at most 2^31");
       size_t n = x.size();
       int64_t oh = pooled(x[n - 2].size, kernel, stride, padding);
       int64_t ow = pooled(x[n - 1].size, kernel, stride, padding);

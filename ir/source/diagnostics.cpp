@@ -83,6 +83,13 @@ DiagnosticEngine::Builder& DiagnosticEngine::Builder::note(SourceRange range, st
   return *this;
 }
 
+void DiagnosticEngine::note_other_files_since(size_t first, SourceRange at, const std::string& message) {
+  for (size_t i = first; i < diagnostics_.size(); ++i) {
+    Diagnostic& d = diagnostics_[i];
+    if (d.range.valid() && d.range.file != at.file) d.notes.push_back({at, message});
+  }
+}
+
 DiagnosticEngine::Builder DiagnosticEngine::error(DiagKind kind, SourceRange range, std::string message) {
   return report(Severity::Error, kind, range, std::move(message));
 }
@@ -177,8 +184,8 @@ void DiagnosticEngine::render(std::ostream& out, bool color) const {
   });
   for (const Diagnostic* d : order) out << render(*d, color);
   if (dropped_ > 0) {
-    out << fmt::format("dstc: note: {} more error{} not shown (stopped after {})\n", dropped_,
-                       dropped_ == 1 ? "" : "s", max_errors_);
+    out << fmt::format("dstc: note: {} more error{} not shown (stopped after {})\n", dropped_, dropped_ == 1 ? "" : "s",
+                       max_errors_);
   }
 }
 

@@ -65,6 +65,11 @@ class DiagnosticEngine {
   Builder error(DiagKind kind, SourceRange range, std::string message);
   Builder warning(DiagKind kind, SourceRange range, std::string message);
 
+  // Adds a note at `at` to each diagnostic reported since the first
+  // `first` that lies in another file than `at`: where the user's code
+  // instantiated the library code an error points into.
+  void note_other_files_since(size_t first, SourceRange at, const std::string& message);
+
   bool has_errors() const { return error_count_ > 0; }
   size_t error_count() const { return error_count_; }
   bool at_error_limit() const { return error_count_ >= max_errors_; }
