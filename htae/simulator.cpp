@@ -43,6 +43,22 @@ std::optional<ExecutorKind> parse_executor(std::string_view name) {
 
 namespace {
 
+// How many devices of an op's set compute the very same result: the sizes
+// of the mesh axes it spans on which its result is broadcast (B). Model
+// FLOPs count that work once, so MFU does not reward replication.
+double replication(const ir::Module& m, const ir::Function& f, const ir::Op& op) {
+  if (op.result_count == 0) return 1;
+  const ir::Value& v = f.values[f.result(op)];
+  const ir::DeviceSet& set = m.devices(op.devices);
+  if (v.layout == ir::kNoLayout || !set.is_slice()) return 1;
+  const ir::Layout& layout = m.layout(v.layout);
+  double copies = 1;
+  for (size_t a = 0; a < layout.size() && a < set.ranges.size(); ++a) {
+    if (layout[a].kind == ir::Sbp::Broadcast) copies *= set.ranges[a].size();
+  }
+  return copies;
+}
+
 using ir::kNone;
 using ir::OpId;
 using ir::ValueId;
@@ -327,7 +343,7 @@ void Executor::prepare() {
       const Priced& price = priced->second;
       duration_[i] = price.seconds;
       if (info.category == ir::OpCategory::Compute && op.phase != ir::Phase::Recompute) {
-        double total = price.flops * static_cast<double>(m_.members(op.devices).size());
+        double total = price.flops * static_cast<double>(m_.members(op.devices).size()) / replication(m_, f_, op);
         model_flops_ += total;
         if (price.matmul) flops_by_dtype_[static_cast<size_t>(price.dtype)] += total;
       }

@@ -8,6 +8,7 @@
 
 #include <sstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "htae/report.h"
@@ -108,6 +109,31 @@ func @f {
   EXPECT_NEAR(run.report->breakdown.compute_s, 2.5 * kMs, 1e-12);
   EXPECT_EQ(run.report->num_ops, 3);
   EXPECT_GT(run.report->tflops_per_gpu, 0);
+}
+
+// The same matmul on each of four devices: on a batch shard each (S), or
+// replicated on the very same data (B).
+std::string matmul_on_four(std::string_view x_sbp, std::string_view y_sbp) {
+  return fmt::format(R"(mesh world[d=4]
+func @f {{
+  input %x on world : f32[64, 64] sbp(d={})
+  param %w on world : f32[64, 64] sbp(d=B)
+  %y = matmul(%x, %w) on world : f32[64, 64] sbp(d={})
+  return %y
+}}
+)",
+                     x_sbp, y_sbp);
+}
+
+TEST(Simulator, ModelFlopsCountReplicatedWorkOnce) {
+  Outcome split = simulate_text(matmul_on_four("S(0)", "S(0)"), test_cluster(1, 4));
+  Outcome replicated = simulate_text(matmul_on_four("B", "B"), test_cluster(1, 4));
+  ASSERT_TRUE(split.report) << split.errors;
+  ASSERT_TRUE(replicated.report) << replicated.errors;
+  EXPECT_DOUBLE_EQ(split.report->step_time_s, replicated.report->step_time_s);
+  EXPECT_DOUBLE_EQ(split.report->model_flops, 4 * 2.0 * 64 * 64 * 64);
+  EXPECT_DOUBLE_EQ(replicated.report->model_flops, 2.0 * 64 * 64 * 64);
+  EXPECT_DOUBLE_EQ(replicated.report->mfu * 4, split.report->mfu);
 }
 
 TEST(Simulator, FeatureCommunicationOverlapsComputeWithoutSlowingIt) {
