@@ -218,6 +218,14 @@ class StrategyElaborator {
           diags_.error(diag::kBadConfig, e.key_range, "inference has no gradients to accumulate");
           continue;
         }
+        // Each accumulation step is a pass of every micro-batch through the
+        // schedule: past this, the program is millions of passes long.
+        constexpr int64_t kMaxAccumulate = 1 << 16;
+        if (e.key == "accumulate" && *v > kMaxAccumulate) {
+          diags_.error(diag::kBadConfig, e.value->range,
+                       fmt::format("accumulate must be at most {} steps, not {}", kMaxAccumulate, *v));
+          continue;
+        }
         (e.key == "batch" ? run.batch : run.accumulate) = *v;
         if (e.key == "batch") batch_range_ = e.value->range;
       } else if (e.key == "optimizer" && run.training) {
