@@ -99,7 +99,9 @@ Command add_cluster_command(CLI::App& root) {
   };
   auto options = std::make_shared<Options>();
   CLI::App* sub = root.add_subcommand("cluster", "Validate a cluster description (TOML) and summarise it");
-  sub->add_option("file", options->file, "The cluster file, e.g. stdlib/clusters/dgx-a100.toml")->required();
+  sub->add_option("file", options->file, "The cluster file, e.g. clusters/dgx-a100.toml (found in the stdlib)")
+      ->required()
+      ->transform(found_in_stdlib());
   sub->add_option("--nodes", options->nodes, "Override the number of nodes");
   return {sub, [options, sub](CommandContext& ctx) {
             SourceManager sources;

@@ -46,6 +46,11 @@ CLI::Validator one_of(std::vector<std::string> choices);
 // usage error, not a silently skipped output.
 CLI::Validator non_empty_path();
 
+// A transform for an option naming a file to read: a relative path that is
+// not found from the working directory is looked up under the stdlib, as a
+// .dstrat file's `on "clusters/dgx-a100.toml"` is.
+CLI::Validator found_in_stdlib();
+
 // For a subcommand whose implementing issue has not landed in this build:
 // says so plainly and exits with kExitInternal.
 int report_unavailable(CommandContext& ctx, std::string_view command, std::string_view what);

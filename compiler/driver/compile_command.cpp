@@ -158,7 +158,8 @@ Command add_compile_command(CLI::App& root) {
   sub->add_flag("--explain", o->explain, "Print every node's final config and where it came from");
   sub->add_option("-o,--output", o->output, "Write the emitted text to this file")->check(non_empty_path());
   sub->add_flag("--simulate", o->simulate, "Predict step time, throughput and memory on the cluster");
-  sub->add_option("--cluster", o->request.cluster, "Simulate on this cluster file instead of the strategy's");
+  sub->add_option("--cluster", o->request.cluster, "Simulate on this cluster file instead of the strategy's")
+      ->transform(found_in_stdlib());
   sub->add_option("--format", o->format, "Simulation report: text or json")->transform(one_of({"text", "json"}));
   sub->add_option("--trace", o->trace, "Write a Chrome trace (Perfetto) of the simulated step")
       ->check(non_empty_path());

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "compiler/driver/command.h"
+#include "compiler/frontend/program.h"
 #include "ir/source/spelling.h"
 
 namespace dstc {
@@ -26,6 +27,20 @@ CLI::Validator one_of(std::vector<std::string> choices) {
 CLI::Validator non_empty_path() {
   return CLI::Validator([](std::string& value) -> std::string { return value.empty() ? "the path is empty" : ""; },
                         "PATH");
+}
+
+CLI::Validator found_in_stdlib() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        if (std::optional<std::string> found = frontend::resolve_relative("", value)) {
+          value = *found;
+          return "";
+        }
+        if (std::optional<std::string> meant = frontend::closest_existing_path("", value))
+          return fmt::format("cannot find '{}' here or in the stdlib; did you mean '{}'?", value, *meant);
+        return "";  // the reader says why it cannot be read
+      },
+      "");
 }
 
 }  // namespace dstc

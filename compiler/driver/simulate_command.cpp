@@ -87,8 +87,9 @@ Command add_simulate_command(CLI::App& root) {
   CLI::App* sub =
       root.add_subcommand("simulate", "Predict step time, throughput and memory of an IR module on a cluster");
   sub->add_option("file", opts->file, "The IR module (text form, docs/ir.md)")->required();
-  sub->add_option("--cluster", opts->cluster, "The cluster description (TOML), e.g. stdlib/clusters/dgx-a100.toml")
-      ->required();
+  sub->add_option("--cluster", opts->cluster, "The cluster description (TOML), e.g. clusters/dgx-a100.toml")
+      ->required()
+      ->transform(found_in_stdlib());
   sub->add_option("--nodes", opts->nodes, "Override the cluster's number of nodes");
   sub->add_option("--format", opts->format, "Output: text or json")
       ->transform(one_of({"text", "json"}))

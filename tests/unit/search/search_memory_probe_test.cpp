@@ -12,7 +12,7 @@ namespace {
 // Beside the search goldens, so that the model import and the cluster resolve.
 const std::string kPath = std::string(DSTC_SOURCE_DIR) + "/tests/golden/search/probe_test.dstrat";
 const std::string kStrategies = R"(
-import "../../../examples/models/gpt2.dstrat"
+import "models/gpt2.dstrat"
 
 strategy OneF(pp = 2, micro = 4, batch = 16) for GPT2(hidden = 64, heads = 2, layers = 4, vocab = 256, seq = 16) on "tiny-cluster.toml" {
   mesh [pp: pp, tp: 2]

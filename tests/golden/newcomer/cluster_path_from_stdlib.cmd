@@ -1,0 +1,1 @@
+cluster clusters/dgx-a100.toml --nodes 2

@@ -1,0 +1,1 @@
+cluster clusters/dgx-a10.toml
