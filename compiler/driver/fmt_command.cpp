@@ -1,5 +1,6 @@
-// dstc fmt FILE: print the file in canonical layout; --check: exit 1 and
-// name the file when it is not canonical; -i: rewrite it in place.
+// dstc fmt FILE...: print the files in canonical layout; --check: exit 1
+// and name each file that is not canonical; -i: rewrite them in place.
+#include <algorithm>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -16,18 +17,19 @@ namespace dstc {
 namespace {
 
 struct FmtOptions {
-  std::string file;
+  std::vector<std::string> files;
   bool check = false;
   bool in_place = false;
 };
 
-int run_fmt(CommandContext& ctx, const FmtOptions& opts) {
+// One file; the exit code it alone would give.
+int format_one(CommandContext& ctx, const FmtOptions& opts, const std::string& path) {
   SourceManager sources;
   DiagnosticEngine diags(sources);
   std::string error;
-  std::optional<FileId> id = sources.load(opts.file, error, frontend::kMaxDstratBytes);
+  std::optional<FileId> id = sources.load(path, error, frontend::kMaxDstratBytes);
   if (!id) {
-    diags.error(frontend::diag::kFileNotFound, SourceRange{}, fmt::format("cannot read '{}': {}", opts.file, error));
+    diags.error(frontend::diag::kFileNotFound, SourceRange{}, fmt::format("cannot read '{}': {}", path, error));
     diags.render(ctx.err, ctx.color);
     return kExitInputErrors;
   }
@@ -40,14 +42,14 @@ int run_fmt(CommandContext& ctx, const FmtOptions& opts) {
   const std::string& original = sources.file(*id).text;
   if (opts.check) {
     if (formatted == original) return kExitSuccess;
-    ctx.err << fmt::format("{}: would be reformatted by dstc fmt\n", opts.file);
+    ctx.err << fmt::format("{}: would be reformatted by dstc fmt\n", path);
     return kExitInputErrors;
   }
   if (opts.in_place) {
     if (formatted == original) return kExitSuccess;
-    std::string failure = write_file_atomically(opts.file, [&](std::ostream& out) { out << formatted; });
+    std::string failure = write_file_atomically(path, [&](std::ostream& out) { out << formatted; });
     if (!failure.empty()) {
-      ctx.err << fmt::format("dstc fmt: error: cannot write '{}': {}\n", opts.file, failure);
+      ctx.err << fmt::format("dstc fmt: error: cannot write '{}': {}\n", path, failure);
       return kExitInputErrors;
     }
     return kExitSuccess;
@@ -56,12 +58,19 @@ int run_fmt(CommandContext& ctx, const FmtOptions& opts) {
   return kExitSuccess;
 }
 
+// Every file, even after one fails, so that --check names them all.
+int run_fmt(CommandContext& ctx, const FmtOptions& opts) {
+  int code = kExitSuccess;
+  for (const std::string& path : opts.files) code = std::max(code, format_one(ctx, opts, path));
+  return code;
+}
+
 }  // namespace
 
 Command add_fmt_command(CLI::App& root) {
   auto opts = std::make_shared<FmtOptions>();
   CLI::App* sub = root.add_subcommand("fmt", "Format a .dstrat file canonically");
-  sub->add_option("file", opts->file, ".dstrat file to format")->required();
+  sub->add_option("files", opts->files, ".dstrat files to format (printed one after another without -i)")->required();
   auto* check = sub->add_flag("--check", opts->check, "Exit 1 and name the file if it is not formatted");
   sub->add_flag("-i", opts->in_place, "Rewrite the file in place")->excludes(check);
   return {sub, [opts](CommandContext& ctx) { return run_fmt(ctx, *opts); }};
