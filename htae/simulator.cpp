@@ -21,6 +21,7 @@
 #include "htae/topology.h"
 #include "ir/groups.h"
 #include "ir/registry.h"
+#include "ir/source/spelling.h"
 #include "ir/verifier.h"
 
 namespace dstc::htae {
@@ -837,7 +838,7 @@ bool fits(const ir::Module& module, const ClusterSpec& cluster, DiagnosticEngine
   const ir::Mesh& mesh = module.mesh();
   if (mesh.size() > cluster.num_devices()) {
     diags
-        .error(diag::kSimMeshTooLarge, {},
+        .error(diag::kSimMeshTooLarge, module.mesh_range,
                fmt::format("the module's mesh {} has {} devices, the cluster '{}' only {}", mesh.name(), mesh.size(),
                            cluster.name, cluster.num_devices()))
         .note(fmt::format("the cluster file is {}; `--nodes N` scales it out", cluster.path));
@@ -847,13 +848,13 @@ bool fits(const ir::Module& module, const ClusterSpec& cluster, DiagnosticEngine
   for (ir::Rank r = 0; r < mesh.size(); ++r) {
     int32_t d = mesh.physical(r);
     if (d < 0 || d >= cluster.num_devices()) {
-      diags.error(diag::kSimBadDeviceMap, {},
+      diags.error(diag::kSimBadDeviceMap, module.mesh_range,
                   fmt::format("rank {} of mesh {} is placed on device {}, outside the cluster's {} devices", r,
                               mesh.name(), d, cluster.num_devices()));
       return false;
     }
     if (user[static_cast<size_t>(d)] >= 0) {
-      diags.error(diag::kSimBadDeviceMap, {},
+      diags.error(diag::kSimBadDeviceMap, module.mesh_range,
                   fmt::format("ranks {} and {} of mesh {} are both placed on device {}", user[static_cast<size_t>(d)],
                               r, mesh.name(), d));
       return false;
@@ -875,9 +876,16 @@ std::optional<SimReport> simulate(const ir::Module& module, const ClusterSpec& c
                                   DiagnosticEngine& diags) {
   const ir::Function* f = find_function(module, options.function);
   if (!f) {
-    diags.error(diag::kSimNoFunction, {},
-                options.function.empty() ? std::string("the module has no function to simulate")
-                                         : fmt::format("the module has no function '{}'", options.function));
+    auto error =
+        diags.error(diag::kSimNoFunction, module.mesh_range,
+                    options.function.empty() ? std::string("the module has no function to simulate")
+                                             : fmt::format("the module has no function '{}'", options.function));
+    std::vector<std::string> names;
+    for (const ir::Function& g : module.functions) names.push_back(g.name);
+    if (std::optional<std::string> meant = closest_spelling(options.function, names))
+      error.note(fmt::format("did you mean '{}'?", *meant));
+    else if (!names.empty())
+      error.note(fmt::format("its functions: {}", fmt::join(names, ", ")));
     return std::nullopt;
   }
   if (!fits(module, cluster, diags)) return std::nullopt;

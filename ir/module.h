@@ -169,6 +169,10 @@ class Module {
   Module& operator=(const Module&) = default;
   Module& operator=(Module&&) = default;
 
+  // Where the mesh is declared, when the module came from IR text: what a
+  // diagnostic about the mesh or the whole module points at.
+  SourceRange mesh_range;
+
   // Set the mesh before interning device sets (their members depend on it).
   void set_mesh(Mesh mesh) { mesh_ = std::move(mesh); }
   const Mesh& mesh() const { return mesh_; }

@@ -285,9 +285,11 @@ class Parser {
   bool parse_mesh() {
     if (!is_word("mesh"))
       return error(diag::kIrMesh, range(tok_), "expected the mesh declaration 'mesh NAME[axis=size, ...]' first");
+    Token keyword = tok_;
     advance();
     if (tok_.kind != Tok::Ident) return expected("the mesh name");
     std::string name(tok_.text);
+    module_.mesh_range = range(keyword.begin, tok_.end);
     advance();
     if (!expect(Tok::LBracket, "'[' and the mesh axes")) return false;
     std::vector<MeshAxis> axes;

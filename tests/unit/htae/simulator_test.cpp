@@ -443,6 +443,7 @@ TEST(Simulator, JsonAndTraceCarryTheReport) {
 TEST(Simulator, MeshLargerThanTheClusterIsADiagnostic) {
   Outcome run = simulate_text(dp_all_reduce("world"), test_cluster(1, 4));
   EXPECT_FALSE(run.report);
+  EXPECT_NE(run.errors.find("t.ir:1:1: error: the module's mesh world has 8 devices"), std::string::npos) << run.errors;
   EXPECT_NE(run.errors.find("[sim-mesh-too-large]"), std::string::npos) << run.errors;
 }
 
@@ -455,6 +456,8 @@ func @f {
 )",
                               test_cluster(1, 4));
   EXPECT_FALSE(run.report);
+  EXPECT_NE(run.errors.find("t.ir:1:1: error: rank 1 of mesh world is placed on device 5"), std::string::npos)
+      << run.errors;
   EXPECT_NE(run.errors.find("[sim-bad-device-map]"), std::string::npos) << run.errors;
 }
 
@@ -463,6 +466,7 @@ TEST(Simulator, UnknownFunctionIsADiagnostic) {
   options.function = "nope";
   Outcome run = simulate_text(kMemoryModule, test_cluster(1, 1), options);
   EXPECT_FALSE(run.report);
+  EXPECT_NE(run.errors.find("t.ir:1:1: error: the module has no function 'nope'"), std::string::npos) << run.errors;
   EXPECT_NE(run.errors.find("[sim-no-function]"), std::string::npos) << run.errors;
 }
 
@@ -481,6 +485,7 @@ func @f {
 )",
                               test_cluster(1, 2), {}, /*verify=*/false);
   EXPECT_FALSE(run.report);
+  EXPECT_NE(run.errors.find("t.ir:5:3: error: the schedule cannot finish"), std::string::npos) << run.errors;
   EXPECT_NE(run.errors.find("[sim-stuck]"), std::string::npos) << run.errors;
 }
 
