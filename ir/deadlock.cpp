@@ -87,12 +87,16 @@ class ScheduleRun {
         diag::kIrDeadlock, f_.op_range(at),
         fmt::format("in @{}: deadlock: {} ranks wait for each other in a cycle ({} device streams cannot finish)",
                     f_.name, steps.size() - first, stuck));
-    for (size_t k = first; k < steps.size(); ++k) {
+    // A long cycle is shown by its first links and a count.
+    constexpr size_t kShownLinks = 8;
+    for (size_t k = first; k < steps.size() && k < first + kShownLinks; ++k) {
       uint32_t sq = steps[k].first;
       builder.note(f_.op_range(head(sq)),
                    fmt::format("{} is blocked on its {} stream at '{}': {}", describe_rank(sq),
                                stream_name(stream_of(sq)), op_label(m_, f_, head(sq)), steps[k].second));
     }
+    if (steps.size() - first > kShownLinks)
+      builder.note(fmt::format("and {} more ranks in the cycle", steps.size() - first - kShownLinks));
   }
 
  private:

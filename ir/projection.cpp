@@ -11,6 +11,24 @@
 
 namespace dstc::ir {
 
+namespace {
+
+RankOp project_op(const Module& module, const Op& op, OpId i, Rank rank) {
+  RankOp r;
+  r.op = i;
+  switch (op_info(op.kind).category) {
+    case OpCategory::Collective:
+      r.group = group_of(module, op, rank);
+      r.group_index = static_cast<int32_t>(std::find(r.group.begin(), r.group.end(), rank) - r.group.begin());
+      break;
+    case OpCategory::PointToPoint: r.peer = p2p_peer(module, op, rank).value_or(-1); break;
+    default: break;
+  }
+  return r;
+}
+
+}  // namespace
+
 RankProgram project_rank(const Module& module, const Function& f, Rank rank) {
   RankProgram p;
   p.rank = rank;
@@ -18,24 +36,28 @@ RankProgram project_rank(const Module& module, const Function& f, Rank rank) {
     if (module.contains(f.values[a.value].devices, rank)) p.args.push_back(a.value);
   }
   for (OpId i = 0; i < f.ops.size(); ++i) {
-    const Op& op = f.ops[i];
-    if (!module.contains(op.devices, rank)) continue;
-    RankOp r;
-    r.op = i;
-    switch (op_info(op.kind).category) {
-      case OpCategory::Collective:
-        r.group = group_of(module, op, rank);
-        r.group_index = static_cast<int32_t>(std::find(r.group.begin(), r.group.end(), rank) - r.group.begin());
-        break;
-      case OpCategory::PointToPoint: r.peer = p2p_peer(module, op, rank).value_or(-1); break;
-      default: break;
-    }
-    p.ops.push_back(std::move(r));
+    if (module.contains(f.ops[i].devices, rank)) p.ops.push_back(project_op(module, f.ops[i], i, rank));
   }
   for (ValueId v : f.returns) {
     if (module.contains(f.values[v].devices, rank)) p.returns.push_back(v);
   }
   return p;
+}
+
+std::vector<RankProgram> project_ranks(const Module& module, const Function& f) {
+  std::vector<RankProgram> programs(static_cast<size_t>(module.mesh().size()));
+  for (Rank r = 0; r < module.mesh().size(); ++r) programs[static_cast<size_t>(r)].rank = r;
+  for (const Arg& a : f.args) {
+    for (Rank r : module.members(f.values[a.value].devices)) programs[static_cast<size_t>(r)].args.push_back(a.value);
+  }
+  for (OpId i = 0; i < f.ops.size(); ++i) {
+    for (Rank r : module.members(f.ops[i].devices))
+      programs[static_cast<size_t>(r)].ops.push_back(project_op(module, f.ops[i], i, r));
+  }
+  for (ValueId v : f.returns) {
+    for (Rank r : module.members(f.values[v].devices)) programs[static_cast<size_t>(r)].returns.push_back(v);
+  }
+  return programs;
 }
 
 std::string print_rank_program(const Module& module, const Function& f, const RankProgram& program) {

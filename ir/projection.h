@@ -25,6 +25,9 @@ struct RankProgram {
 };
 
 RankProgram project_rank(const Module& module, const Function& f, Rank rank);
+// Every rank's program, in one pass over the ops: linear in their total
+// size, where projecting each rank alone rescans every op.
+std::vector<RankProgram> project_ranks(const Module& module, const Function& f);
 
 // "rank 3 (device 3, world[pp=0, dp=1, tp=1]) @step { ... }": the projected
 // program in the op syntax, with "on" sets replaced by concrete peers/groups.

@@ -121,8 +121,12 @@ int run_compile(CommandContext& ctx, const CompileOptions& o) {
       ctx.err << fmt::format("dstc compile: error: --rank {} is outside the mesh's {} devices\n", o.rank, devices);
       return finish(kExitUsage);
     }
-    for (int32_t r = o.rank < 0 ? 0 : o.rank; r < (o.rank < 0 ? devices : o.rank + 1); ++r)
-      text << ir::print_rank_program(compiled->module, f, ir::project_rank(compiled->module, f, r));
+    if (o.rank >= 0) {
+      text << ir::print_rank_program(compiled->module, f, ir::project_rank(compiled->module, f, o.rank));
+    } else {
+      for (const ir::RankProgram& program : ir::project_ranks(compiled->module, f))
+        text << ir::print_rank_program(compiled->module, f, program);
+    }
   }
   if (!o.output.empty()) {
     std::string failure = write_file_atomically(o.output, [&](std::ostream& file) { file << text.str(); });

@@ -48,11 +48,15 @@ int run_ir(CommandContext& ctx, const IrOptions& opts) {
     bool first = true;
     for (const ir::Function& f : module->functions) {
       if (!opts.function.empty() && f.name != opts.function) continue;
-      for (ir::Rank r = 0; r < module->mesh().size(); ++r) {
-        if (opts.rank >= 0 && r != opts.rank) continue;
+      std::vector<ir::RankProgram> programs;
+      if (opts.rank >= 0)
+        programs.push_back(ir::project_rank(*module, f, opts.rank));
+      else
+        programs = ir::project_ranks(*module, f);
+      for (const ir::RankProgram& program : programs) {
         if (!first) ctx.out << "\n";
         first = false;
-        ctx.out << ir::print_rank_program(*module, f, ir::project_rank(*module, f, r));
+        ctx.out << ir::print_rank_program(*module, f, program);
       }
     }
   }

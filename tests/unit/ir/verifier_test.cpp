@@ -122,6 +122,29 @@ TEST(Projection, CollectivesGetConcreteGroups) {
   EXPECT_EQ(tp_reduce->group_index, 0);
 }
 
+TEST(Projection, AllRanksAtOnceEqualsEachRankAlone) {
+  SourceManager sm;
+  DiagnosticEngine diags(sm);
+  std::optional<Module> m = parse_golden(sm, diags, "hybrid_megatron.ir");
+  ASSERT_TRUE(m.has_value());
+  const Function& f = m->functions[0];
+  std::vector<RankProgram> all = project_ranks(*m, f);
+  ASSERT_EQ(all.size(), static_cast<size_t>(m->mesh().size()));
+  for (Rank r = 0; r < m->mesh().size(); ++r) {
+    RankProgram alone = project_rank(*m, f, r);
+    const RankProgram& together = all[static_cast<size_t>(r)];
+    EXPECT_EQ(together.rank, r);
+    EXPECT_EQ(together.args, alone.args);
+    EXPECT_EQ(together.returns, alone.returns);
+    ASSERT_EQ(together.ops.size(), alone.ops.size());
+    for (size_t i = 0; i < alone.ops.size(); ++i) {
+      EXPECT_EQ(together.ops[i].op, alone.ops[i].op);
+      EXPECT_EQ(together.ops[i].group, alone.ops[i].group);
+      EXPECT_EQ(together.ops[i].peer, alone.ops[i].peer);
+    }
+  }
+}
+
 TEST(DependencyGraph, CriticalPathFollowsTheHeaviestChain) {
   SourceManager sm;
   DiagnosticEngine diags(sm);
