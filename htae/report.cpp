@@ -141,9 +141,16 @@ void write_chrome_trace(std::ostream& out, const ir::Module& module, const ir::F
   }
   for (const TraceSpan& span : t.spans) {
     const ir::Op& op = f.ops[span.op];
-    std::string name(ir::op_name(op.kind));
-    if (op.result_count > 0) name += " %" + module.value_name(f, op.first_result);
-    nlohmann::ordered_json args = {{"op", span.op}, {"phase", ir::phase_name(op.phase)}};
+    std::string label(ir::op_name(op.kind));
+    if (op.result_count > 0) label += " %" + module.value_name(f, op.first_result);
+    // Named for what a user recognises: the layer it belongs to, the pass
+    // and the micro-batch (`blocks[3].mlp.fc1 forward mb2`), the op beside.
+    std::string name = label;
+    if (op.loc != ir::kNoLoc && module.loc(op.loc).scope) {
+      name = fmt::format("{} {}", module.str(module.loc(op.loc).scope), ir::phase_name(op.phase));
+      if (op.micro_batch >= 0) name += fmt::format(" mb{}", op.micro_batch);
+    }
+    nlohmann::ordered_json args = {{"op", span.op}, {"ir", label}, {"phase", ir::phase_name(op.phase)}};
     if (op.micro_batch >= 0) args["micro_batch"] = op.micro_batch;
     if (op.stage >= 0) args["stage"] = op.stage;
     for (ir::Rank rank : of(span.device_class)) {

@@ -53,6 +53,7 @@ struct SourceLoc {
   StrId file = 0;
   uint32_t line = 0;
   uint32_t column = 0;
+  StrId scope = 0;  // the module path of the op's layer ("blocks[3].mlp.fc1"); 0: none
   friend bool operator==(const SourceLoc&, const SourceLoc&) = default;
 };
 

@@ -728,9 +728,16 @@ class Parser {
         loc.line = static_cast<uint32_t>(line);
         loc.column = static_cast<uint32_t>(column);
         meta.loc = module_.intern_loc(loc);
+      } else if (key.text == "scope") {
+        if (meta.loc == kNoLoc) return error(diag::kIrSyntax, range(key), "scope=\"...\" follows a loc");
+        if (tok_.kind != Tok::String) return expected("a quoted module path");
+        SourceLoc loc = module_.loc(meta.loc);
+        loc.scope = module_.intern(tok_.text);
+        advance();
+        meta.loc = module_.intern_loc(loc);
       } else {
         return error(diag::kIrSyntax, range(key),
-                     fmt::format("expected stage, mb, phase or loc, found '{}'", key.text));
+                     fmt::format("expected stage, mb, phase, loc or scope, found '{}'", key.text));
       }
       if (tok_.kind == Tok::Comma)
         advance();

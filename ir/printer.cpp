@@ -153,6 +153,10 @@ void append_meta(std::string& out, const Module& m, const Op& op) {
     out += "loc=";
     append_string_literal(out, m.str(loc.file));
     fmt::format_to(std::back_inserter(out), ":{}:{}", loc.line, loc.column);
+    if (loc.scope) {
+      out += ", scope=";
+      append_string_literal(out, m.str(loc.scope));
+    }
   }
   out += '>';
 }

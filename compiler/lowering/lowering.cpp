@@ -194,13 +194,16 @@ int Lowering::vocab_split_axis(int32_t op) const {
   return -1;
 }
 
-ir::LocId Lowering::loc_of(SourceRange where) {
+ir::LocId Lowering::loc_of(SourceRange where, int32_t node) {
   if (!where.valid()) return ir::kNoLoc;
-  uint64_t key = (static_cast<uint64_t>(where.file) << 32) | static_cast<uint64_t>(where.begin);
+  // File ids fit 16 bits, offsets 24 (a .dstrat file is at most 4 MiB),
+  // nodes + 1 24 (a model has at most 2^18).
+  uint64_t key = (uint64_t{where.file} << 48) | (static_cast<uint64_t>(node + 1) << 24) | where.begin;
   auto [it, inserted] = locs_.try_emplace(key, ir::kNoLoc);
   if (inserted) {
     LineCol lc = sources_.line_col(where.file, where.begin);
-    it->second = module_.intern_loc({module_.intern(sources_.file(where.file).path), lc.line, lc.column});
+    ir::StrId scope = node > 0 ? module_.intern(graph.nodes[static_cast<size_t>(node)].path) : 0;
+    it->second = module_.intern_loc({module_.intern(sources_.file(where.file).path), lc.line, lc.column, scope});
   }
   return it->second;
 }
@@ -216,7 +219,7 @@ ir::OpId Lowering::append_op(const Emit& at, ir::OpKind kind, std::span<const ir
   op.devices = stage_devices_[at.stage];
   op.operands = operands;
   op.attrs = attrs;
-  op.meta = {at.stream, at.phase, static_cast<int16_t>(at.stage), at.micro_batch, loc_of(at.where)};
+  op.meta = {at.stream, at.phase, static_cast<int16_t>(at.stage), at.micro_batch, loc_of(at.where, at.node)};
   op.result_layouts = layout_ids_;
   return builder().append(op);
 }
@@ -303,7 +306,7 @@ ir::ValueId Lowering::box(const Emit& at, ir::ValueId value, const ir::Layout& f
     op.attrs = attrs;
     op.group_axes = local ? 0 : static_cast<uint16_t>(1u << step.axis);
     op.meta = {local ? ir::Stream::Compute : at.stream, at.phase, static_cast<int16_t>(at.stage), at.micro_batch,
-               loc_of(at.where)};
+               loc_of(at.where, at.node)};
     op.result_layouts = std::span<const ir::LayoutId>(&layout, 1);
     v = builder().append_value(op);
     current = next;
@@ -372,7 +375,7 @@ void Lowering::emit_forward_block(int32_t stage, int32_t mb, bool recompute, int
   for (int32_t op : stage_ops_[stage]) {
     if (recompute && resolved.recompute_unit[op] != unit) continue;
     const LogicalOp& lop = graph.ops[op];
-    Emit at{stage, mb, recompute ? ir::Phase::Recompute : ir::Phase::Forward, ir::Stream::Compute, lop.where};
+    Emit at{stage, mb, recompute ? ir::Phase::Recompute : ir::Phase::Forward, ir::Stream::Compute, lop.where, lop.node};
     std::vector<ir::ValueId> inputs;
     for (size_t i = 0; i < lop.inputs.size(); ++i) {
       inputs.push_back(op_input(at, op, i, recompute));
@@ -445,7 +448,7 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
     const LogicalOp& lop = graph.ops[op];
     ir::ValueId grad_output;
     if (input_grads) {
-      Emit back{stage, mb, ir::Phase::InputGrad, ir::Stream::Feature, lop.where};
+      Emit back{stage, mb, ir::Phase::InputGrad, ir::Stream::Feature, lop.where, lop.node};
       ir::ValueId pending = flush_grads(lop.output, mb, dual_layout(sbp.layouts[lop.output]), std::nullopt, back);
       if (pending != ir::kNone) add_grad(grads_.at(lop.output, mb), pending, back);
       grad_output = grad_outputs_.at(op, mb) = grads_.get(lop.output, mb);
@@ -460,7 +463,8 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
       replayed.push_back(unit);
       emit_forward_block(stage, mb, true, unit);
     }
-    Emit at{stage, mb, input_grads ? ir::Phase::InputGrad : ir::Phase::WeightGrad, ir::Stream::Compute, lop.where};
+    Emit at{stage,     mb,      input_grads ? ir::Phase::InputGrad : ir::Phase::WeightGrad, ir::Stream::Compute,
+            lop.where, lop.node};
     std::vector<ir::ValueId> inputs(lop.inputs.size(), ir::kNone);
     auto input = [&](size_t i) {
       if (inputs[i] != ir::kNone) return inputs[i];

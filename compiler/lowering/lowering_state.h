@@ -24,6 +24,7 @@ struct Emit {
   ir::Phase phase = ir::Phase::Forward;
   ir::Stream stream = ir::Stream::Compute;
   SourceRange where;
+  int32_t node = -1;  // the tree node (layer) the op belongs to, for its location's scope
 };
 
 // A gradient of one op input, in the dual of the layout the op read it in.
@@ -142,7 +143,7 @@ class Lowering {
   void flush_param_grads(int32_t stage, int32_t mb);
   // The first op of `stage` that reads parameter `tensor`.
   int32_t first_reader(int32_t tensor, int32_t stage);
-  ir::LocId loc_of(SourceRange where);
+  ir::LocId loc_of(SourceRange where, int32_t node = -1);
   ir::Builder& builder() { return *builder_; }
 
   const SourceManager& sources_;
@@ -156,7 +157,7 @@ class Lowering {
   std::vector<bool> requires_grad_;                    // per tensor
   std::vector<size_t> input_base_;                     // per op: index of its first input in input_layouts_
   std::vector<ir::Layout> input_layouts_, output_layouts_;
-  std::unordered_map<uint64_t, ir::LocId> locs_;  // (file, offset) -> interned location
+  std::unordered_map<uint64_t, ir::LocId> locs_;  // (file, offset, node) -> interned location
 
   MicroBatchTable forward_, recomputed_;                   // (tensor, mb) on its stage
   MicroBatchTable saved_inputs_;                           // (input_base_[op] + i, mb) as the op read it

@@ -133,7 +133,7 @@ void Lowering::flush_param_grads(int32_t stage, int32_t mb) {
 
 void Lowering::flush_param_grad(int32_t t, int32_t stage, int32_t mb) {
   ir::ValueId& grad = param_copy(t, stage).grad;
-  Emit sync{stage, mb, ir::Phase::WeightGrad, ir::Stream::Grad, graph.tensors[t].where};
+  Emit sync{stage, mb, ir::Phase::WeightGrad, ir::Stream::Grad, graph.tensors[t].where, graph.tensors[t].node};
   if (grad != ir::kNone) {
     // Megatron's gradient-accumulation fusion: a low-precision gradient
     // already in the gradient layout is added into the fp32 accumulator
@@ -166,7 +166,7 @@ void Lowering::finish_param_grads(int32_t stage) {
     bool all_done = std::all_of(copy.stages.begin(), copy.stages.end(),
                                 [&](int32_t s) { return weight_blocks_done_[s] == resolved.micro_batches; });
     if (!all_done) continue;
-    Emit at{stage, -1, ir::Phase::WeightGrad, ir::Stream::Grad, graph.tensors[t].where};
+    Emit at{stage, -1, ir::Phase::WeightGrad, ir::Stream::Grad, graph.tensors[t].where, graph.tensors[t].node};
     copy.grad = box(at, copy.grad, grad_layout(t), optimizer_layout(t));
     copy.synced = true;
   }
@@ -206,7 +206,7 @@ void Lowering::emit_optimizer(int32_t stage) {
   for (int32_t t : stage_params_[stage]) {
     const ParamCopy& copy = param_copy(t, stage);
     if (!copy.stored || copy.stages.front() != stage || copy.grad == ir::kNone) continue;
-    Emit at{stage, -1, ir::Phase::Optimizer, ir::Stream::Compute, graph.tensors[t].where};
+    Emit at{stage, -1, ir::Phase::Optimizer, ir::Stream::Compute, graph.tensors[t].where, graph.tensors[t].node};
     ir::Layout state = optimizer_layout(t);
     ir::ValueId w = box(at, copy.value, param_layout(t), state);
     double lr = spec.train.learning_rate;

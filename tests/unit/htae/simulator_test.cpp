@@ -440,6 +440,37 @@ TEST(Simulator, JsonAndTraceCarryTheReport) {
   EXPECT_GT(counters, 0);
 }
 
+TEST(Simulator, TraceEventsAreNamedForTheLayerPassAndMicroBatch) {
+  SimOptions options;
+  options.record_trace = true;
+  SourceManager sources;
+  DiagnosticEngine diags(sources);
+  std::optional<ir::Module> module = ir::parse_module(sources.add("t.ir", R"(mesh world[d=1]
+func @f {
+  input %x on world : f32[64, 64]
+  param %w on world : f32[64, 64]
+  %y = matmul(%x, %w) on world <mb=2, phase=forward, loc="gpt.dstrat":3:5, scope="blocks[3].mlp.fc1"> : f32[64, 64]
+  %z = relu(%y) on world : f32[64, 64]
+  return %z
+}
+)"),
+                                                      diags);
+  ASSERT_TRUE(module);
+  std::optional<SimReport> report = simulate(*module, test_cluster(1, 1), options, diags);
+  ASSERT_TRUE(report);
+  std::ostringstream trace;
+  write_chrome_trace(trace, *module, module->functions[0], *report);
+  std::vector<std::string> names, ir_ops;
+  nlohmann::json events = nlohmann::json::parse(trace.str())["traceEvents"];
+  for (const auto& e : events) {
+    if (e["ph"] != "X") continue;
+    names.push_back(e["name"]);
+    ir_ops.push_back(e["args"]["ir"]);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"blocks[3].mlp.fc1 forward mb2", "relu %z"}));
+  EXPECT_EQ(ir_ops, (std::vector<std::string>{"matmul %y", "relu %z"}));
+}
+
 TEST(Simulator, MeshLargerThanTheClusterIsADiagnostic) {
   Outcome run = simulate_text(dp_all_reduce("world"), test_cluster(1, 4));
   EXPECT_FALSE(run.report);
