@@ -586,8 +586,16 @@ class ModelElaborator {
     for (int64_t i = 0; i < *n; ++i) {
       NodeId node = add_node(group, name, i, ref->kind == DeclKind::Layer ? NodeKind::Layer : NodeKind::Module,
                              ref->component->name, stmt_range, ref->name_range);
+      size_t first_diagnostic = diags_.diagnostics().size();
       std::optional<LocalTensor> y = run_instance(f, *ref, ctor, {*x}, node, inner.range);
-      if (!y) return std::nullopt;
+      if (!y) {
+        // Every instance is the same component on the same dims: one
+        // report stands for all of them (unless the model's size ran out).
+        if (*n > 1 && model_.nodes.size() <= kMaxModelNodes)
+          diags_.note_since(first_diagnostic, v.items[0]->range,
+                            fmt::format("the same in each of the {} instances of {}", *n, name));
+        return std::nullopt;
+      }
       if (y->dims != x->dims) {
         diags_.error(diag::kDimMismatch, inner.range,
                      fmt::format("a repeated block must keep its input's dims: {} becomes {}", dims_text(x->dims),

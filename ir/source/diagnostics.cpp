@@ -90,6 +90,10 @@ void DiagnosticEngine::note_other_files_since(size_t first, SourceRange at, cons
   }
 }
 
+void DiagnosticEngine::note_since(size_t first, SourceRange at, const std::string& message) {
+  for (size_t i = first; i < diagnostics_.size(); ++i) diagnostics_[i].notes.push_back({at, message});
+}
+
 DiagnosticEngine::Builder DiagnosticEngine::error(DiagKind kind, SourceRange range, std::string message) {
   return report(Severity::Error, kind, range, std::move(message));
 }

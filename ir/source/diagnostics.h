@@ -69,6 +69,8 @@ class DiagnosticEngine {
   // `first` that lies in another file than `at`: where the user's code
   // instantiated the library code an error points into.
   void note_other_files_since(size_t first, SourceRange at, const std::string& message);
+  // Adds a note at `at` to each diagnostic reported since the first `first`.
+  void note_since(size_t first, SourceRange at, const std::string& message);
 
   bool has_errors() const { return error_count_ > 0; }
   size_t error_count() const { return error_count_; }
