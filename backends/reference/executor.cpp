@@ -64,6 +64,7 @@ class ExecutorRun {
     for (ir::OpId id = 0; id < f_.ops.size(); ++id) {
       if (!run_op(id)) return;
       ++e_.ops_run;
+      if (options_.after_op) options_.after_op(id);
     }
   }
 

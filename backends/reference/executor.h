@@ -24,7 +24,8 @@ namespace dstc::reference {
 
 struct ExecutorOptions {
   Arithmetic arithmetic = Arithmetic::F32;
-  bool check_layouts = true;  // infer partial axes and compare with declared layouts
+  bool check_layouts = true;               // infer partial axes and compare with declared layouts
+  std::function<void(ir::OpId)> after_op;  // called after each op that ran (progress reports)
 };
 
 // An argument's logical value is asked for once; each device gets its part

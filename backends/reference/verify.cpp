@@ -159,8 +159,12 @@ VerifyResult compare_programs(const compiler::LogicalGraph& graph, const ir::Mod
     r.missing = "the function train_step";
     return r;
   }
-  ExecutorOptions exec{options.arithmetic, options.check_layouts};
+  ExecutorOptions exec{options.arithmetic, options.check_layouts, {}};
+  auto observe = [&](VerifiedProgram program) {
+    if (options.after_op) exec.after_op = [&options, program](ir::OpId op) { options.after_op(program, op); };
+  };
   ArgumentSource args = make_argument_source(graph, options.seed);
+  observe(VerifiedProgram::SingleDevice);
   Execution single = execute(single_device, *fs, args, exec);
   r.reference_ops = single.ops_run;
   r.reference_seconds = single.seconds;
@@ -168,6 +172,7 @@ VerifyResult compare_programs(const compiler::LogicalGraph& graph, const ir::Mod
     r.reference_problem = single.problem;
     return r;
   }
+  observe(VerifiedProgram::Strategy);
   Execution dist = execute(distributed, *fd, args, exec);
   r.devices = static_cast<size_t>(distributed.mesh().size());
   r.ops = dist.ops_run;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -18,11 +19,15 @@
 
 namespace dstc::reference {
 
+enum class VerifiedProgram : uint8_t { SingleDevice, Strategy };
+
 struct VerifyOptions {
   uint64_t seed = 0;
   double tolerance = 0;  // 0: default_tolerance(arithmetic)
   Arithmetic arithmetic = Arithmetic::F32;
   bool check_layouts = true;
+  // Called after each op of either program (the single-device one runs first).
+  std::function<void(VerifiedProgram, ir::OpId)> after_op;
 };
 
 // 1e-4 for f32, 1e-9 for f64, 5e-2 for native (bf16 and f16 values).

@@ -84,6 +84,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   CommandContext ctx{out, err};
   ctx.color = color_mode == "always" || (color_mode == "auto" && env.err_is_terminal && !env.no_color);
   ctx.out_is_terminal = env.out_is_terminal;
+  ctx.err_is_terminal = env.err_is_terminal;
   for (Command& c : commands) {
     if (c.app->parsed()) {
       int code = kExitInternal;

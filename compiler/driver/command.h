@@ -17,6 +17,7 @@ struct CommandContext {
   std::ostream& err;
   bool color = false;  // colour diagnostics on err
   bool out_is_terminal = false;
+  bool err_is_terminal = false;
 };
 
 struct Command {

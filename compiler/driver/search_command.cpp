@@ -1,6 +1,7 @@
 // dstc search FILE: enumerates a search space, compiles and simulates every
 // configuration on all cores, and ranks them by throughput (a table; CSV,
 // JSON and an SVG plot on request).
+#include <chrono>
 #include <fstream>
 #include <functional>
 #include <ostream>
@@ -9,11 +10,12 @@
 
 #include "compiler/driver/cli.h"
 #include "compiler/driver/command.h"
+#include "compiler/driver/human_units.h"
 #include "compiler/driver/output_file.h"
+#include "compiler/driver/progress_bar.h"
 #include "compiler/driver/search_diagnostics.h"
 #include "compiler/driver/search_export.h"
 #include "compiler/driver/search_plot.h"
-#include "compiler/driver/search_progress.h"
 #include "compiler/driver/search_ranking.h"
 #include "compiler/driver/search_runner.h"
 #include "compiler/driver/search_table.h"
@@ -84,10 +86,17 @@ int run_search_command(CommandContext& ctx, const SearchOptions& o) {
   search::SearchRunOptions run;
   run.jobs = o.jobs;
   run.prune_by_memory_bound = !o.simulate_all;
-  std::optional<search::ProgressBar> bar;
+  std::optional<ProgressBar> bar;
+  const auto started = std::chrono::steady_clock::now();
   if (ctx.out_is_terminal) {
-    bar.emplace(ctx.out, "configurations");
-    run.progress = [&](size_t done, size_t total) { bar->update(done, total); };
+    bar.emplace(ctx.out);
+    run.progress = [&](size_t done, size_t total) {
+      double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0;
+      std::string eta = rate > 0 ? "ETA " + human_duration(static_cast<double>(total - done) / rate) : "ETA -";
+      bar->draw(total ? static_cast<double>(done) / static_cast<double>(total) : 1,
+                fmt::format("{}/{} configurations  {:.0f}/s  {}", done, total, rate, eta));
+    };
   }
   std::optional<search::SearchResult> result = search::run_search(*front, *space, sources, diags, run);
   if (bar) bar->clear();

@@ -149,7 +149,9 @@ TEST(Verify, MicroBatchedReferenceMatchesWholeBatchWithoutBatchNorm) {
     int64_t batch = g == &mlp.graph ? 16 : 8;
     std::optional<ir::Module> micro = single_device(*g, batch, 4), whole = single_device(*g, batch, 1);
     ASSERT_TRUE(micro && whole);
-    VerifyResult r = compare_programs(*g, *micro, *whole, {.arithmetic = Arithmetic::F64});
+    VerifyOptions f64;
+    f64.arithmetic = Arithmetic::F64;
+    VerifyResult r = compare_programs(*g, *micro, *whole, f64);
     EXPECT_TRUE(r.passed) << report(r);
     EXPECT_LT(r.worst_error, 1e-12) << report(r);
     EXPECT_GT(r.tensors_compared, 5u);

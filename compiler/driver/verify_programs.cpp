@@ -1,0 +1,56 @@
+#include "compiler/driver/verify_programs.h"
+
+#include <fmt/format.h>
+
+#include "backends/reference/verify.h"
+#include "backends/reference/verify_diagnostics.h"
+#include "ir/verifier.h"
+
+namespace dstc {
+
+reference::ProgramWork VerifyPrograms::single_work() const {
+  return reference::estimate_work(reference.module, *reference.module.find_function("train_step"));
+}
+
+reference::ProgramWork VerifyPrograms::strategy_work() const {
+  return reference::estimate_work(compiled.module, *compiled.module.find_function("train_step"));
+}
+
+std::optional<VerifyPrograms> compile_verify_programs(const StrategyRequest& request, SourceManager& sources,
+                                                      DiagnosticEngine& diags, bool& internal) {
+  internal = false;
+  std::optional<LoadedStrategy> loaded = load_strategy(request, sources, diags);
+  if (!loaded) return std::nullopt;
+  const frontend::Strategy& strategy = loaded->strategy->strategy;
+  if (!strategy.run.training) {
+    diags.error(reference::diag::kVerifyInference, strategy.run.range,
+                fmt::format("{} is an inference strategy; dstc verify compares one training step (loss, gradients, "
+                            "updated weights) with the single-device model",
+                            strategy.name));
+    return std::nullopt;
+  }
+  auto distributed = compiler::bridge_strategy(strategy, diags);
+  auto single = compiler::bridge_single_device(strategy, diags);
+  if (!distributed || !single) return std::nullopt;
+  auto compiled = compiler::compile_strategy(distributed->graph, distributed->spec, sources, diags);
+  if (!compiled) return std::nullopt;
+  // Batch norm normalises each micro-batch by its own statistics, so with
+  // one the reference must cut the batch as the strategy does.
+  const int32_t reference_micro_batches =
+      reference::reference_micro_batches(single->graph, compiled->resolved.micro_batches);
+  if (reference_micro_batches > 1) {
+    compiler::ScheduleConfig root;
+    root.micro_batches = reference_micro_batches;
+    single->spec.schedule[0] = root;
+  }
+  auto reference = compiler::compile_strategy(single->graph, single->spec, sources, diags);
+  if (!reference || !ir::verify_module(compiled->module, diags) || !ir::verify_module(reference->module, diags) ||
+      !compiled->module.find_function("train_step") || !reference->module.find_function("train_step")) {
+    internal = true;
+    return std::nullopt;
+  }
+  return VerifyPrograms{std::move(*loaded),   std::move(*distributed), std::move(*single),
+                        std::move(*compiled), std::move(*reference),   reference_micro_batches};
+}
+
+}  // namespace dstc

@@ -1,0 +1,1 @@
+verify examples/gpt2_megatron.dstrat --max-memory 1
