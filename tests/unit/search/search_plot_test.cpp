@@ -105,6 +105,30 @@ TEST(SearchPlot, ConfigurationsOutOfMemoryByTheBoundAreCountedNotDrawn) {
   EXPECT_NE(svg.find("1 out of memory by their memory bound (--simulate-all draws them)"), std::string::npos);
 }
 
+TEST(SearchPlot, ALongTitleWrapsInsteadOfRunningOffTheImage) {
+  SearchResult r = testing::sample_result();
+  r.cluster = "2 x 8x A100 SXM4 40GB, NVSwitch, 200 Gb/s InfiniBand HDR, four rails (Proteus HC3)";
+  std::ostringstream out;
+  write_search_svg(out, r);
+  std::string svg = out.str();
+  EXPECT_EQ(xml_problem(svg), "");
+  EXPECT_EQ(count_of(svg, "class=\"title\""), 2u) << svg;
+}
+
+TEST(SearchPlot, ACapacityFarAboveTheConfigurationsIsAnArrowNotTheRange) {
+  SearchResult r = testing::sample_result();
+  for (ConfigResult& c : r.configs) c.memory_capacity_bytes *= 100;
+  std::ostringstream out;
+  write_search_svg(out, r);
+  std::string svg = out.str();
+  EXPECT_EQ(xml_problem(svg), "");
+  EXPECT_EQ(count_of(svg, "<line class=\"capacity\""), 0u);
+  EXPECT_EQ(count_of(svg, "<path class=\"capacity\""), 1u);
+  EXPECT_NE(svg.find("(above)"), std::string::npos);
+  // The y axis ends near the largest configuration, not at the capacity.
+  EXPECT_EQ(svg.find(">3200</text>"), std::string::npos) << svg;
+}
+
 TEST(SearchPlot, TheCheckerRejectsBrokenXml) {
   EXPECT_NE(xml_problem("<svg><g></svg>"), "");
   EXPECT_NE(xml_problem("<svg>a & b</svg>"), "");
