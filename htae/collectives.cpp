@@ -173,16 +173,6 @@ CollectivePlan make_plan(const Topology& topology, CollectiveKind kind, std::spa
 
 }  // namespace
 
-std::string_view algorithm_name(CollectiveAlgorithm algorithm) {
-  switch (algorithm) {
-    case CollectiveAlgorithm::ring: return "ring";
-    case CollectiveAlgorithm::tree: return "tree";
-    case CollectiveAlgorithm::hierarchical: return "hierarchical";
-    case CollectiveAlgorithm::direct: return "direct";
-  }
-  return "ring";
-}
-
 double bus_bandwidth_factor(CollectiveKind kind, int64_t p) {
   auto pd = static_cast<double>(p);
   switch (kind) {

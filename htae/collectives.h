@@ -27,7 +27,6 @@
 namespace dstc::htae {
 
 enum class CollectiveAlgorithm { ring, tree, hierarchical, direct };
-std::string_view algorithm_name(CollectiveAlgorithm algorithm);
 
 struct Transfer {
   int64_t src;

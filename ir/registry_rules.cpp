@@ -50,9 +50,4 @@ OpCost elementwise_cost(const OpContext& ctx, std::span<const TensorType> result
   return {flops_per_element * n, traffic(ctx, results)};
 }
 
-bool same_as_first(const OpContext& ctx, std::vector<TensorType>& results, std::string&) {
-  results.push_back(ctx.operands[0]);
-  return true;
-}
-
 }  // namespace dstc::ir::rules

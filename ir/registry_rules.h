@@ -46,9 +46,6 @@ OpCost conv_cost(const OpContext& ctx, const TensorType& y, const TensorType& w,
 // Output of pooling x [N, C, H, W] under kernel, stride (default kernel), padding.
 bool pool_geometry(const OpContext& ctx, const TensorType& x, TensorType& y, std::string& error);
 
-// Result type: same as operand 0.
-bool same_as_first(const OpContext& ctx, std::vector<TensorType>& results, std::string& error);
-
 }  // namespace dstc::ir::rules
 
 namespace dstc::ir::rules {

@@ -29,15 +29,6 @@ std::optional<Arithmetic> parse_arithmetic(std::string_view name) {
   return std::nullopt;
 }
 
-std::string_view arithmetic_name(Arithmetic a) {
-  switch (a) {
-    case Arithmetic::F32: return "f32";
-    case Arithmetic::F64: return "f64";
-    case Arithmetic::Native: return "native";
-  }
-  return "?";
-}
-
 void round_to_storage(HostTensor& t, Arithmetic a) {
   if (!ir::is_float(t.dtype) || a == Arithmetic::F64) return;
   ir::DType storage = a == Arithmetic::F32 ? ir::DType::F32 : t.dtype;

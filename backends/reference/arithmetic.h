@@ -18,7 +18,6 @@ enum class Arithmetic : uint8_t {
 };
 
 std::optional<Arithmetic> parse_arithmetic(std::string_view name);
-std::string_view arithmetic_name(Arithmetic a);
 
 // Rounds every element of a float tensor to the storage precision.
 void round_to_storage(HostTensor& t, Arithmetic a);

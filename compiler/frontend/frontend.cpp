@@ -9,13 +9,6 @@
 
 namespace dstc::frontend {
 
-const CheckedModel* FrontendResult::find_model(std::string_view name) const {
-  for (const CheckedModel& m : models) {
-    if (m.decl->name == name) return &m;
-  }
-  return nullptr;
-}
-
 const CheckedStrategy* FrontendResult::find_strategy(std::string_view name) const {
   for (const CheckedStrategy& s : strategies) {
     if (s.decl->name == name) return &s;

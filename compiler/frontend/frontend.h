@@ -52,7 +52,6 @@ struct FrontendResult {
   std::vector<SearchSpace> searches;
   std::vector<size_t> search_points;  // points satisfying `where`, per search
 
-  const CheckedModel* find_model(std::string_view name) const;
   const CheckedStrategy* find_strategy(std::string_view name) const;
   const SearchSpace* find_search(std::string_view name) const;
 };

@@ -69,7 +69,7 @@ int32_t LogicalGraph::add_tensor(Tensor t) {
   int32_t id = static_cast<int32_t>(tensors.size() - 1);
   const Tensor& added = tensors.back();
   if (added.kind == TensorKind::Param && added.node >= 0) nodes[added.node].params.push_back(id);
-  if (added.kind == TensorKind::Input || added.kind == TensorKind::Label) inputs.push_back(id);
+  if (added.kind == TensorKind::Input) inputs.push_back(id);
   return id;
 }
 

@@ -55,7 +55,7 @@ enum class OpType : uint8_t {
 
 std::string_view op_type_name(OpType type);
 
-enum class TensorKind : uint8_t { Input, Label, Param, Activation };
+enum class TensorKind : uint8_t { Input, Param, Activation };  // Input: data and labels
 
 struct Dim {
   std::string name;

@@ -329,7 +329,7 @@ void Lowering::add_grad(ir::ValueId& slot, ir::ValueId grad, const Emit& at) {
 
 ir::ValueId Lowering::input_value(int32_t t, int32_t mb, int32_t stage, bool recompute) {
   const Tensor& tensor = graph.tensors[t];
-  if (tensor.kind == TensorKind::Input || tensor.kind == TensorKind::Label) {
+  if (tensor.kind == TensorKind::Input) {
     uint64_t key = stage_key(t, mb, stage);
     if (auto it = data_args_.find(key); it != data_args_.end()) return it->second;
     std::string name = resolved.micro_batches > 1 ? fmt::format("{}.mb{}", tensor.name, mb) : tensor.name;

@@ -2,19 +2,6 @@
 
 namespace dstc::compiler {
 
-std::string_view transfer_name(TransferKind kind) {
-  switch (kind) {
-    case TransferKind::AllGather: return "all_gather";
-    case TransferKind::AllReduce: return "all_reduce";
-    case TransferKind::ReduceScatter: return "reduce_scatter";
-    case TransferKind::AllToAll: return "all_to_all";
-    case TransferKind::LocalShard: return "shard";
-    case TransferKind::LocalUnshard: return "unshard";
-    case TransferKind::LocalPartialize: return "partialize";
-  }
-  return "?";
-}
-
 std::vector<AxisTransfer> plan_boxing(const ir::Layout& from, const ir::Layout& to) {
   std::vector<AxisTransfer> removals, keeps, additions;
   for (int a = 0; a < static_cast<int>(from.size()); ++a) {

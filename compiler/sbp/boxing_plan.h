@@ -24,8 +24,6 @@ enum class TransferKind : uint8_t {
   LocalPartialize  // B -> P: keep on coordinate 0, zeros elsewhere
 };
 
-std::string_view transfer_name(TransferKind kind);
-
 struct AxisTransfer {
   TransferKind kind;
   int axis = 0;       // mesh axis

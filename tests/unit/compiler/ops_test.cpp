@@ -75,7 +75,7 @@ ConvNet make_convnet(int64_t batch, int64_t channels, int64_t out_channels, int6
   ModelBuilder m;
   ConvNet net;
   int32_t x = m.input("images", {{"b", batch}, {"c", channels}, {"h", size}, {"w", size}});
-  int32_t labels = m.input("labels", {{"b", batch}}, ir::DType::I32, TensorKind::Label);
+  int32_t labels = m.input("labels", {{"b", batch}}, ir::DType::I32, TensorKind::Input);
   m.graph.tensors[x].batch_axis = 0;
   m.graph.tensors[labels].batch_axis = 0;
   net.conv = m.node(0, "conv", "Conv2d");
@@ -199,7 +199,7 @@ Reduction make_reduction(OpType type, int64_t batch, int64_t hidden, int64_t k) 
   ModelBuilder m;
   Reduction r;
   int32_t x = m.input("x", {{"b", batch}, {"h", hidden}});
-  int32_t target = m.input("target", {{"b", batch}}, ir::DType::F32, TensorKind::Label);
+  int32_t target = m.input("target", {{"b", batch}}, ir::DType::F32, TensorKind::Input);
   m.graph.tensors[x].batch_axis = 0;
   m.graph.tensors[target].batch_axis = 0;
   r.fc = m.node(0, "fc", "Linear");
@@ -276,7 +276,7 @@ TEST(OpsLowering, MseLossIsASumOverTheGlobalBatch) {
 LogicalGraph make_chain(int64_t batch, int64_t hidden) {
   ModelBuilder m;
   int32_t x = m.input("x", {{"b", batch}, {"h", hidden}});
-  int32_t target = m.input("target", {{"b", batch}, {"h", 2 * hidden}}, ir::DType::F32, TensorKind::Label);
+  int32_t target = m.input("target", {{"b", batch}, {"h", 2 * hidden}}, ir::DType::F32, TensorKind::Input);
   m.graph.tensors[x].batch_axis = 0;
   m.graph.tensors[target].batch_axis = 0;
   int32_t layer = m.node(0, "layer", "Chain");

@@ -69,7 +69,7 @@ inline Mlp make_mlp(int layers, int64_t batch, int64_t hidden, int64_t classes) 
   ModelBuilder m;
   Mlp mlp;
   int32_t x = m.input("x", {{"b", batch}, {"h", hidden}});
-  int32_t labels = m.input("labels", {{"b", batch}}, ir::DType::I32, TensorKind::Label);
+  int32_t labels = m.input("labels", {{"b", batch}}, ir::DType::I32, TensorKind::Input);
   m.graph.tensors[x].batch_axis = 0;
   m.graph.tensors[labels].batch_axis = 0;
   mlp.layers_node = m.node(0, "layers", "Sequential");
@@ -110,7 +110,7 @@ inline Gpt make_gpt(int layers, int64_t batch, int64_t seq, int64_t hidden, int6
   Gpt gpt;
   int64_t head_dim = hidden / heads;
   int32_t tokens = m.input("tokens", {{"b", batch}, {"s", seq}}, ir::DType::I32);
-  int32_t labels = m.input("labels", {{"b", batch}, {"s", seq}}, ir::DType::I32, TensorKind::Label);
+  int32_t labels = m.input("labels", {{"b", batch}, {"s", seq}}, ir::DType::I32, TensorKind::Input);
   m.graph.tensors[tokens].batch_axis = 0;
   m.graph.tensors[labels].batch_axis = 0;
   gpt.embed = m.node(0, "embed", "Embedding");

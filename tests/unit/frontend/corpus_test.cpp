@@ -1,4 +1,4 @@
-// Every stdlib and example file checks clean, and formats idempotently
+// Every stdlib and example file (found, not listed) checks clean, and formats idempotently
 // without changing its AST.
 #include <gtest/gtest.h>
 

@@ -107,7 +107,7 @@ using compiler::testing::ModelBuilder;
 LogicalGraph make_batchnorm_model(int64_t batch) {
   ModelBuilder m;
   int32_t x = m.input("x", {{"b", batch}, {"c", 4}, {"h", 6}});
-  int32_t labels = m.input("labels", {{"b", batch}}, ir::DType::I32, TensorKind::Label);
+  int32_t labels = m.input("labels", {{"b", batch}}, ir::DType::I32, TensorKind::Input);
   m.graph.tensors[x].batch_axis = 0;
   m.graph.tensors[labels].batch_axis = 0;
   int32_t fc = m.node(0, "fc", "Linear");
