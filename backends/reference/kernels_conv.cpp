@@ -160,8 +160,12 @@ void batchnorm_grad(const HostTensor& dy, const HostTensor& x, const HostTensor&
 
 namespace {
 
-// Mean and 1/sqrt(var + eps) of channel c from its sums over s.count elements.
-std::pair<double, double> channel_stats(const BatchStats& s, int64_t c) {
+struct ChannelStats {
+  double mean = 0, inv = 0;  // mean and 1/sqrt(var + eps)
+};
+
+// Channel c's statistics from its sums over s.count elements.
+ChannelStats channel_stats(const BatchStats& s, int64_t c) {
   const double mean = s.sum.data[at(c)] / s.count, var = s.sumsq.data[at(c)] / s.count - mean * mean;
   return {mean, 1.0 / std::sqrt(var + s.eps)};
 }
@@ -181,7 +185,8 @@ void batchnorm_apply(const HostTensor& x, const BatchStats& s, const HostTensor&
                      HostTensor& out) {
   ChannelView v(x);
   for (int64_t c = 0; c < v.channels; ++c) {
-    auto [mean, inv] = channel_stats(s, c);
+    const ChannelStats st = channel_stats(s, c);
+    const double mean = st.mean, inv = st.inv;
     v.each(c, [&](size_t i) { out.data[i] = (x.data[i] - mean) * inv * gamma.data[at(c)] + beta.data[at(c)]; });
   }
 }
@@ -190,7 +195,8 @@ void batchnorm_weight_grad(const HostTensor& dy, const HostTensor& x, const Batc
                            HostTensor& dbeta) {
   ChannelView v(x);
   for (int64_t c = 0; c < v.channels; ++c) {
-    auto [mean, inv] = channel_stats(s, c);
+    const ChannelStats st = channel_stats(s, c);
+    const double mean = st.mean, inv = st.inv;
     v.each(c, [&](size_t i) {
       dgamma.data[at(c)] += dy.data[i] * (x.data[i] - mean) * inv;
       dbeta.data[at(c)] += dy.data[i];
@@ -202,7 +208,8 @@ void batchnorm_input_grad(const HostTensor& dy, const HostTensor& x, const Batch
                           const HostTensor& dgamma, const HostTensor& dbeta, HostTensor& dx) {
   ChannelView v(x);
   for (int64_t c = 0; c < v.channels; ++c) {
-    auto [mean, inv] = channel_stats(s, c);
+    const ChannelStats st = channel_stats(s, c);
+    const double mean = st.mean, inv = st.inv;
     const double g = gamma.data[at(c)], db = dbeta.data[at(c)] / s.count, dg = dgamma.data[at(c)] / s.count;
     v.each(c, [&](size_t i) { dx.data[i] = g * inv * (dy.data[i] - db - (x.data[i] - mean) * inv * dg); });
   }

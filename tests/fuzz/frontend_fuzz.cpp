@@ -1,6 +1,6 @@
 // libFuzzer target for the .dstrat front end: any bytes go through parsing,
 // checking and (when they parse) formatting; nothing may crash, hang or
-// leak, and formatting must be idempotent. Built by scripts/fuzz-frontend.sh.
+// leak, and formatting must be idempotent. Built with -DDSTC_FUZZ=ON (scripts/fuzz.sh).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
