@@ -901,8 +901,8 @@ class Parser {
     // An op whose result types cannot be inferred (recv) must be given them.
     if (types_.empty() && op_info(spec.kind).infer == nullptr)
       return error(diag::kIrSyntax, range(start, name_end),
-                   fmt::format("{} names its result and gives its type: %x = {}(...) ... : f32[4]",
-                               op_name(spec.kind), op_name(spec.kind)));
+                   fmt::format("{} names its result and gives its type: %x = {}(...) ... : f32[4]", op_name(spec.kind),
+                               op_name(spec.kind)));
     names_scratch_.clear();
     for (size_t i = 0; i < results.size(); ++i)
       names_scratch_.push_back(name_id(results[i].text, static_cast<ValueId>(function_->values.size() + i)));
