@@ -103,7 +103,10 @@ int run_verify(CommandContext& ctx, const VerifyOptions& o) {
       ctx.err << fmt::format("dstc verify: note: at a smaller size it takes seconds: {}\n", scaled_command(o, *scale));
     ctx.err.flush();
   });
-  options.after_op = [&](reference::VerifiedProgram program, ir::OpId op) { progress.after_op(program, op); };
+  // Only on a terminal: what a run prints to a file or a pipe must not
+  // depend on how fast the machine is.
+  if (ctx.err_is_terminal)
+    options.after_op = [&](reference::VerifiedProgram program, ir::OpId op) { progress.after_op(program, op); };
   reference::VerifyResult result = reference::compare_programs(programs->distributed.graph, programs->compiled.module,
                                                                programs->reference.module, options);
   progress.clear();
