@@ -29,6 +29,7 @@ struct VerifyOptions {
   std::string arithmetic = "f32";
   bool no_layout_check = false;
   double max_memory_gib = 0;  // 0: half of this machine's memory
+  bool progress = false;      // also when stderr is not a terminal
 };
 
 // Half of this machine's memory: what a verify run may plan to hold.
@@ -103,9 +104,9 @@ int run_verify(CommandContext& ctx, const VerifyOptions& o) {
       ctx.err << fmt::format("dstc verify: note: at a smaller size it takes seconds: {}\n", scaled_command(o, *scale));
     ctx.err.flush();
   });
-  // Only on a terminal: what a run prints to a file or a pipe must not
-  // depend on how fast the machine is.
-  if (ctx.err_is_terminal)
+  // On a terminal, or when asked: otherwise what a run prints to a file or
+  // a pipe would depend on how fast the machine is.
+  if (ctx.err_is_terminal || o.progress)
     options.after_op = [&](reference::VerifiedProgram program, ir::OpId op) { progress.after_op(program, op); };
   reference::VerifyResult result = reference::compare_programs(programs->distributed.graph, programs->compiled.module,
                                                                programs->reference.module, options);
@@ -150,6 +151,8 @@ Command add_verify_command(CLI::App& root) {
                   "Refuse to run when both programs need more than this many GiB (default: half of this "
                   "machine's memory)")
       ->check(CLI::PositiveNumber);
+  sub->add_flag("--progress", o->progress,
+                "Report progress on stderr also when it is not a terminal: a line after 2 s, then every 30 s");
   sub->add_flag("--no-layout-check", o->no_layout_check,
                 "Compare numbers only; do not track which values are partial sums");
   return {sub, [o](CommandContext& ctx) { return run_verify(ctx, *o); }};

@@ -44,16 +44,18 @@ std::optional<VerifyScale> find_verify_scale(const StrategyRequest& request, con
   for (const auto& [name, value] : strategy.params)
     if (value.type == frontend::ValueType::Int) values[name] = value.i;
   const std::map<std::string, int64_t> start = values;
-  std::optional<VerifyScale> current = cost_with(request, start, values), best;
+  std::optional<VerifyScale> current = cost_with(request, start, values);
   if (!current) return std::nullopt;
-  auto small_enough = [&] { return best && best->work <= max_work && best->bytes <= max_bytes; };
+  bool halved = false;
+  auto small_enough = [&] { return halved && current->work <= max_work && current->bytes <= max_bytes; };
   // Keeps `candidate` when the file compiles with it and the step is no
   // dearer (halving the head count costs nothing, but lets the width halve).
   auto keep_if_cheaper = [&](const std::map<std::string, int64_t>& candidate) {
     std::optional<VerifyScale> cost = cost_with(request, start, candidate);
     if (!cost || cost->work > current->work || cost->bytes > current->bytes) return false;
     values = candidate;
-    current = best = std::move(cost);
+    current = std::move(cost);
+    halved = true;
     return true;
   };
   // A value stays at 2 or more: an axis of 2 devices, two layers or two
@@ -75,7 +77,7 @@ std::optional<VerifyScale> find_verify_scale(const StrategyRequest& request, con
       changed = keep_if_cheaper(one) || changed;
     }
   }
-  return best;
+  return halved ? current : std::nullopt;
 }
 
 std::string define_arguments(const std::vector<std::string>& defines) {

@@ -71,10 +71,15 @@ std::string xml_problem(const std::string& xml) {
   return roots == 1 ? "" : "no root element";
 }
 
-TEST(SearchPlot, WellFormedSvgWithLabelledAxesAndOneMarkerPerSimulatedConfiguration) {
+// The plot of `r` as text.
+std::string svg_of(const SearchResult& r) {
   std::ostringstream out;
-  write_search_svg(out, testing::sample_result());
-  std::string svg = out.str();
+  write_search_svg(out, r);
+  return out.str();
+}
+
+TEST(SearchPlot, WellFormedSvgWithLabelledAxesAndOneMarkerPerSimulatedConfiguration) {
+  std::string svg = svg_of(testing::sample_result());
   EXPECT_EQ(xml_problem(svg), "");
   EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
   EXPECT_NE(svg.find(">throughput (samples/s)</text>"), std::string::npos);
@@ -96,9 +101,7 @@ TEST(SearchPlot, ConfigurationsOutOfMemoryByTheBoundAreCountedNotDrawn) {
   for (ConfigResult& c : r.configs) {
     if (c.status == ConfigStatus::out_of_memory) c.memory_bound_only = true;
   }
-  std::ostringstream out;
-  write_search_svg(out, r);
-  std::string svg = out.str();
+  std::string svg = svg_of(r);
   EXPECT_EQ(xml_problem(svg), "");
   EXPECT_EQ(count_of(svg, "class=\"config oom\""), 0u);
   EXPECT_EQ(count_of(svg, "class=\"config fits\""), 3u);
@@ -108,9 +111,7 @@ TEST(SearchPlot, ConfigurationsOutOfMemoryByTheBoundAreCountedNotDrawn) {
 TEST(SearchPlot, ALongTitleWrapsInsteadOfRunningOffTheImage) {
   SearchResult r = testing::sample_result();
   r.cluster = "2 x 8x A100 SXM4 40GB, NVSwitch, 200 Gb/s InfiniBand HDR, four rails (Proteus HC3)";
-  std::ostringstream out;
-  write_search_svg(out, r);
-  std::string svg = out.str();
+  std::string svg = svg_of(r);
   EXPECT_EQ(xml_problem(svg), "");
   EXPECT_EQ(count_of(svg, "class=\"title\""), 2u) << svg;
 }
@@ -118,9 +119,7 @@ TEST(SearchPlot, ALongTitleWrapsInsteadOfRunningOffTheImage) {
 TEST(SearchPlot, ACapacityFarAboveTheConfigurationsIsAnArrowNotTheRange) {
   SearchResult r = testing::sample_result();
   for (ConfigResult& c : r.configs) c.memory_capacity_bytes *= 100;
-  std::ostringstream out;
-  write_search_svg(out, r);
-  std::string svg = out.str();
+  std::string svg = svg_of(r);
   EXPECT_EQ(xml_problem(svg), "");
   EXPECT_EQ(count_of(svg, "<line class=\"capacity\""), 0u);
   EXPECT_EQ(count_of(svg, "<path class=\"capacity\""), 1u);
@@ -138,9 +137,7 @@ TEST(SearchPlot, TheCheckerRejectsBrokenXml) {
 
 TEST(SearchPlot, ParetoFrontGoesThroughTheFrontConfigurationsOnly) {
   SearchResult r = testing::sample_result();
-  std::ostringstream out;
-  write_search_svg(out, r);
-  std::string svg = out.str();
+  std::string svg = svg_of(r);
   size_t at = svg.find("<polyline class=\"pareto\" points=\"");
   ASSERT_NE(at, std::string::npos);
   std::string points = svg.substr(at + 33, svg.find('"', at + 33) - at - 33);
