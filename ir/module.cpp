@@ -212,10 +212,10 @@ void Function::append_signature(const Op& op, std::string& key) const {
 }
 
 ValueId Builder::add_arg(std::string_view name, ArgKind kind, const TensorType& type, DeviceSetId devices,
-                         LayoutId layout) {
+                         LayoutId layout, const InputData& data) {
   auto id = static_cast<ValueId>(function_.values.size());
   function_.values.push_back({module_.intern_type(type), devices, layout, module_.intern(name), kNone});
-  function_.args.push_back({id, kind});
+  function_.args.push_back({id, kind, data});
   return id;
 }
 

@@ -76,9 +76,23 @@ struct Op {
   LocId loc = kNoLoc;
 };
 
+// How an executor makes up a data input's values, written by lowering so
+// that executors need nothing but the IR: the input is cut from the
+// model's whole-batch tensor `data`, drawn from (seed, data), so every
+// program of the same model sees the same batch however it splits it.
+struct InputData {
+  StrId data = 0;             // the model's input ("tokens"); 0: the argument's own name
+  int32_t batch_axis = -1;    // the axis micro-batches split; -1: none
+  int32_t micro_batch = -1;   // which slice of batch_axis this is; -1: the whole batch
+  int32_t micro_batches = 1;  // how many slices the whole batch has
+  int64_t values = 0;         // integers take values in [0, values); 0: float data (integers: [0, 2))
+  bool operator==(const InputData&) const = default;
+};
+
 struct Arg {
   ValueId value = 0;
   ArgKind kind = ArgKind::Param;
+  InputData data;  // Input arguments only
 };
 
 class Module;
@@ -257,7 +271,7 @@ class Builder {
   Builder(Module& module, Function& function) : module_(module), function_(function) {}
 
   ValueId add_arg(std::string_view name, ArgKind kind, const TensorType& type, DeviceSetId devices,
-                  LayoutId layout = kNoLayout);
+                  LayoutId layout = kNoLayout, const InputData& data = {});
   OpId append(const OpSpec& spec);
   // Convenience for single-result ops.
   ValueId append_value(const OpSpec& spec) { return function_.ops[append(spec)].first_result; }

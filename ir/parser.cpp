@@ -1,10 +1,14 @@
 #include "ir/parser.h"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
+#include <climits>
 #include <deque>
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "ir/ir_diagnostics.h"
 #include "ir/registry.h"
@@ -598,12 +602,69 @@ class Parser {
     if (!expect_word("on") || !parse_devices(devices) || !expect(Tok::Colon, "':' and the type") || !parse_type(type))
       return false;
     if (is_word("sbp") && !parse_layout(layout)) return false;
+    InputData data;
+    if (tok_.kind == Tok::LBrace) {
+      if (kind != ArgKind::Input)
+        return error(diag::kIrAttribute, range(tok_),
+                     fmt::format("only input arguments describe their data; {} %{} takes no '{{...}}'",
+                                 arg_kind_name(kind), name.text));
+      if (!parse_input_data(data, module_.type(type))) return false;
+    }
     auto next = static_cast<ValueId>(function_->values.size());
     ValueId id = builder.add_arg(number_name(name.text) == next ? std::string_view() : name.text, kind,
-                                 module_.type(type), devices, layout);
+                                 module_.type(type), devices, layout, data);
     function_->value_ranges.resize(function_->values.size());
     function_->value_ranges[id] = range(name);
     return define(name.text, name, id);
+  }
+
+  // {data = "x", batch_axis = 0, micro_batch = 1, micro_batches = 4, values = 10}
+  bool parse_input_data(InputData& data, const TensorType& type) {
+    static constexpr std::array<std::string_view, 5> kKeys = {"data", "batch_axis", "micro_batch", "micro_batches",
+                                                              "values"};
+    advance();
+    std::vector<std::string_view> seen;
+    while (tok_.kind != Tok::RBrace) {
+      if (!seen.empty() && !expect(Tok::Comma, "',' or '}'")) return false;
+      if (tok_.kind != Tok::Ident) return expected("an input data key");
+      Token key = tok_;
+      if (std::find(kKeys.begin(), kKeys.end(), key.text) == kKeys.end())
+        return error(diag::kIrAttribute, range(key),
+                     fmt::format("an input's data has no key '{}' (it takes {})", key.text, fmt::join(kKeys, ", ")));
+      for (std::string_view k : seen) {
+        if (k == key.text) return error(diag::kIrAttribute, range(key), fmt::format("'{}' is given twice", k));
+      }
+      seen.push_back(key.text);
+      advance();
+      if (!expect(Tok::Equals, "'='")) return false;
+      if (key.text == "data") {
+        if (tok_.kind != Tok::String) return expected("a string such as \"tokens\"");
+        data.data = module_.intern(tok_.text);
+        advance();
+        continue;
+      }
+      Token value = tok_;
+      int64_t v = 0;
+      if (!parse_int(v, "an integer")) return false;
+      const int64_t low = key.text == "micro_batches" || key.text == "values" ? 1 : 0;
+      const int64_t high = key.text == "batch_axis" ? static_cast<int64_t>(type.rank) - 1 : INT32_MAX;
+      if (v < low || v > high)
+        return error(diag::kIrAttribute, range(value),
+                     fmt::format("'{}' must lie in [{}, {}], found {}", key.text, low, high, v));
+      if (key.text == "batch_axis") data.batch_axis = static_cast<int32_t>(v);
+      if (key.text == "micro_batch") data.micro_batch = static_cast<int32_t>(v);
+      if (key.text == "micro_batches") data.micro_batches = static_cast<int32_t>(v);
+      if (key.text == "values") data.values = v;
+    }
+    Token close = tok_;
+    advance();
+    if (data.micro_batch >= data.micro_batches)
+      return error(
+          diag::kIrAttribute, range(close),
+          fmt::format("micro_batch {} is not one of the {} micro-batches", data.micro_batch, data.micro_batches));
+    if (data.micro_batch >= 0 && data.batch_axis < 0)
+      return error(diag::kIrAttribute, range(close), "a micro-batch needs the batch_axis it is cut along");
+    return true;
   }
 
   bool parse_operand(ValueId& v) {

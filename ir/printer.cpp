@@ -124,6 +124,40 @@ void append_attrs(std::string& out, const Module& m, const Function& f, const Op
   out += '}';
 }
 
+void append_input_data(std::string& out, const Module& m, const Function& f, const Arg& arg) {
+  InputData d = arg.data;
+  if (d.data != 0 && m.str(d.data) == m.value_name(f, arg.value)) d.data = 0;  // the default
+  if (arg.kind != ArgKind::Input || d == InputData{}) return;
+  std::string_view sep = " {";
+  auto key = [&](std::string_view name) {
+    out += sep;
+    out += name;
+    out += " = ";
+    sep = ", ";
+  };
+  if (d.data != 0) {
+    key("data");
+    append_string_literal(out, m.str(d.data));
+  }
+  if (d.batch_axis >= 0) {
+    key("batch_axis");
+    append_int(out, d.batch_axis);
+  }
+  if (d.micro_batch >= 0) {
+    key("micro_batch");
+    append_int(out, d.micro_batch);
+  }
+  if (d.micro_batches != 1) {
+    key("micro_batches");
+    append_int(out, d.micro_batches);
+  }
+  if (d.values != 0) {
+    key("values");
+    append_int(out, d.values);
+  }
+  out += '}';
+}
+
 void append_meta(std::string& out, const Module& m, const Op& op) {
   if (op.stage < 0 && op.micro_batch < 0 && op.phase == Phase::None && op.loc == kNoLoc) return;
   out += " <";
@@ -245,6 +279,12 @@ std::string print_meta(const Module& module, const Op& op) {
   return out;
 }
 
+std::string print_input_data(const Module& module, const Function& f, const Arg& arg) {
+  std::string out;
+  append_input_data(out, module, f, arg);
+  return out;
+}
+
 std::string print_value(const Module& module, const Function& f, ValueId v) {
   std::string out;
   append_value(out, module, f, v);
@@ -319,6 +359,7 @@ void print_module(const Module& module, std::string& out) {
         out += ' ';
         append_layout(out, module, v.layout);
       }
+      append_input_data(out, module, f, arg);
       out += '\n';
     }
     for (const Op& op : f.ops) {

@@ -23,6 +23,11 @@ std::string print_op(const Module& module, const Function& f, const Op& op);
 // "", " <stage=0, mb=1, phase=forward>" or "".
 std::string print_attrs(const Module& module, const Function& f, const Op& op);
 std::string print_meta(const Module& module, const Op& op);
+// An input argument's data description, " {data = \"x\", batch_axis = 0,
+// micro_batch = 1, micro_batches = 4, values = 50257}" (the keys that differ
+// from their defaults; `data` is left out when it is the argument's own
+// name), or "" for other arguments and the default.
+std::string print_input_data(const Module& module, const Function& f, const Arg& arg);
 // "%x" (or "%<id>" when unnamed).
 std::string print_value(const Module& module, const Function& f, ValueId v);
 // A float as the text form writes it: shortest round-trip digits, always

@@ -66,8 +66,9 @@ std::string print_rank_program(const Module& module, const Function& f, const Ra
                                 print_rank_coords(mesh, program.rank), f.name);
   auto type_of = [&](ValueId v) { return to_string(module.value_type(f, v)); };
   for (ValueId v : program.args) {
-    auto kind = std::find_if(f.args.begin(), f.args.end(), [&](const Arg& a) { return a.value == v; })->kind;
-    out += fmt::format("  {} {} : {}\n", arg_kind_name(kind), print_value(module, f, v), type_of(v));
+    const Arg& arg = *std::find_if(f.args.begin(), f.args.end(), [&](const Arg& a) { return a.value == v; });
+    out += fmt::format("  {} {} : {}{}\n", arg_kind_name(arg.kind), print_value(module, f, v), type_of(v),
+                       print_input_data(module, f, arg));
   }
   for (const RankOp& r : program.ops) {
     const Op& op = f.ops[r.op];

@@ -25,45 +25,14 @@ uint64_t stream_of(uint64_t seed, std::string_view name) {
   return splitmix64(h ^ splitmix64(seed));
 }
 
-struct DataTensor {
-  int32_t tensor = -1;
-  int micro_batch = -1;  // -1: the whole batch
-};
-
-// "x" or "x.mb3" -> the graph tensor and micro-batch.
-DataTensor find_data_tensor(const compiler::LogicalGraph& graph, const std::string& name) {
-  for (int32_t t = 0; t < static_cast<int32_t>(graph.tensors.size()); ++t) {
-    const std::string& base = graph.tensors[t].name;
-    if (name == base) return {t, -1};
-    if (name.size() > base.size() + 3 && name.compare(0, base.size(), base) == 0 &&
-        name.compare(base.size(), 3, ".mb") == 0) {
-      std::string digits = name.substr(base.size() + 3);
-      if (!digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos) return {t, std::stoi(digits)};
-    }
-  }
-  return {};
-}
-
-// How many distinct values an integer input takes: the rows of the
-// embedding it indexes or the classes of the cross-entropy it labels.
-int64_t integer_range(const compiler::LogicalGraph& graph, int32_t tensor) {
-  for (const compiler::LogicalOp& op : graph.ops) {
-    if (op.inputs.size() < 2 || op.inputs[1].tensor != tensor) continue;
-    const compiler::Tensor& first = graph.tensors[op.inputs[0].tensor];
-    if (op.type == compiler::OpType::Embedding && !first.dims.empty()) return first.dims[0].size;
-    if (op.type == compiler::OpType::CrossEntropy && !first.dims.empty()) return first.dims.back().size;
-  }
-  return 2;
-}
-
-HostTensor data_tensor(const compiler::LogicalGraph& graph, int32_t t, uint64_t seed) {
-  const compiler::Tensor& tensor = graph.tensors[t];
-  std::vector<int64_t> shape;
-  for (const compiler::Dim& d : tensor.dims) shape.push_back(d.size);
-  HostTensor out(tensor.dtype, shape);
-  const bool integer = !ir::is_float(tensor.dtype);
-  const double range = static_cast<double>(integer_range(graph, t));
-  uint64_t stream = stream_of(seed, tensor.name);
+// The whole-batch tensor `name` of `shape`: floats uniform in ±1, integers
+// uniform in [0, values).
+HostTensor data_tensor(std::string_view name, ir::DType dtype, std::vector<int64_t> shape, int64_t values,
+                       uint64_t seed) {
+  HostTensor out(dtype, std::move(shape));
+  const bool integer = !ir::is_float(dtype);
+  const double range = static_cast<double>(values > 0 ? values : 2);
+  uint64_t stream = stream_of(seed, name);
   for (size_t i = 0; i < out.data.size(); ++i) {
     double u = static_cast<double>(splitmix64(stream + i) >> 11) * 0x1.0p-53;
     out.data[i] = integer ? std::floor(u * range) : 2 * u - 1;
@@ -89,8 +58,8 @@ double uniform_element(uint64_t seed, std::string_view name, uint64_t i) {
   return static_cast<double>(splitmix64(stream_of(seed, name) + i) >> 11) * 0x1.0p-53;
 }
 
-ArgumentSource make_argument_source(const compiler::LogicalGraph& graph, uint64_t seed) {
-  return [&graph, seed](const ArgumentRequest& request, std::string& error) -> std::optional<HostTensor> {
+ArgumentSource make_argument_source(uint64_t seed) {
+  return [seed](const ArgumentRequest& request, std::string& error) -> std::optional<HostTensor> {
     HostTensor out(request.dtype, request.logical_shape);
     // A parameter's replicas on other pipeline stages start equal to it.
     const std::string logical = ir::logical_name(request.name);
@@ -117,25 +86,23 @@ ArgumentSource make_argument_source(const compiler::LogicalGraph& graph, uint64_
         }
         return out;
       case ir::ArgKind::Input: {
-        DataTensor data = find_data_tensor(graph, request.name);
-        if (data.tensor < 0) {
-          error = fmt::format("the model has no input named '{}'", request.name);
-          return std::nullopt;
-        }
-        HostTensor full = data_tensor(graph, data.tensor, seed);
-        full.dtype = request.dtype;
-        if (data.micro_batch < 0) return full;
-        int axis = graph.tensors[data.tensor].batch_axis;
-        if (axis < 0 || axis >= full.rank() || request.logical_shape.size() != full.shape.size()) {
+        const ir::InputData& data = request.data;
+        const std::string& name = request.data_name;
+        if (data.micro_batch < 0) return data_tensor(name, request.dtype, request.logical_shape, data.values, seed);
+        const int axis = data.batch_axis;
+        if (axis < 0 || axis >= static_cast<int>(request.logical_shape.size())) {
           error = fmt::format("input '{}' is split into micro-batches but has no batch axis", request.name);
           return std::nullopt;
         }
-        int64_t n = request.logical_shape[static_cast<size_t>(axis)];
-        if ((data.micro_batch + 1) * n > full.dim(axis)) {
-          error = fmt::format("micro-batch {} of '{}' lies outside its batch of {}", data.micro_batch,
-                              graph.tensors[data.tensor].name, full.dim(axis));
+        if (data.micro_batch >= data.micro_batches) {
+          error = fmt::format("micro-batch {} of '{}' lies outside its {} micro-batches", data.micro_batch, name,
+                              data.micro_batches);
           return std::nullopt;
         }
+        std::vector<int64_t> whole = request.logical_shape;
+        const int64_t n = whole[static_cast<size_t>(axis)];
+        whole[static_cast<size_t>(axis)] = n * data.micro_batches;
+        HostTensor full = data_tensor(name, request.dtype, std::move(whole), data.values, seed);
         return micro_batch_rows(full, axis, n, data.micro_batch);
       }
     }

@@ -8,7 +8,6 @@
 #include <cstdint>
 
 #include "backends/reference/executor.h"
-#include "compiler/graph/logical_graph.h"
 
 namespace dstc::reference {
 
@@ -18,10 +17,10 @@ double uniform_element(uint64_t seed, std::string_view name, uint64_t i);
 
 // Parameters: uniform in ±1/sqrt(fan in) (fan in: all dims but the first;
 // ±0.5 for vectors). Adam's m: uniform in ±1e-3; v: uniform in [1e-4, 2e-4)
-// (non-zero states keep the first update away from sign(g)). Float data:
-// uniform in ±1. Integer data: uniform in [0, n), n the rows of the
-// embedding table or the classes of the cross-entropy that reads it.
-// A micro-batch argument "x.mb<k>" is rows [k·b, (k+1)·b) of x's batch axis.
-ArgumentSource make_argument_source(const compiler::LogicalGraph& graph, uint64_t seed);
+// (non-zero states keep the first update away from sign(g)). Data, as the
+// IR describes it (ir::InputData): the whole batch of its model input,
+// floats uniform in ±1, integers uniform in [0, values); micro-batch k of
+// size b is rows [k·b, (k+1)·b) of it along the batch axis.
+ArgumentSource make_argument_source(uint64_t seed);
 
 }  // namespace dstc::reference

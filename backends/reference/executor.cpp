@@ -83,7 +83,9 @@ class ExecutorRun {
   bool bind_argument(const ir::Arg& arg, const ArgumentSource& arguments) {
     const ir::Value& value = f_.values[arg.value];
     const ir::TensorType& type = m_.type(value.type);
-    ArgumentRequest request{m_.value_name(f_, arg.value), arg.kind, type.dtype, logical_shape(m_, f_, arg.value)};
+    ArgumentRequest request{m_.value_name(f_, arg.value),     arg.kind, type.dtype,
+                            logical_shape(m_, f_, arg.value), arg.data, std::string(m_.str(arg.data.data))};
+    if (arg.data.data == 0) request.data_name = request.name;
     std::string error;
     std::optional<HostTensor> logical = arguments(request, error);
     if (!logical) return stop(ExecutionProblem::Argument, ir::kNone, arg.value, error);

@@ -35,6 +35,8 @@ struct ArgumentRequest {
   ir::ArgKind kind = ir::ArgKind::Param;
   ir::DType dtype = ir::DType::F32;
   std::vector<int64_t> logical_shape;
+  ir::InputData data;     // Input arguments: how the IR says to make them up
+  std::string data_name;  // data.data's text, or `name` when the IR gives none
 };
 // The logical value, or nullopt with `error` set.
 using ArgumentSource = std::function<std::optional<HostTensor>(const ArgumentRequest&, std::string& error)>;

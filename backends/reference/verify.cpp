@@ -143,14 +143,17 @@ double default_tolerance(Arithmetic a) {
   return 1e-4;
 }
 
-int32_t reference_micro_batches(const compiler::LogicalGraph& graph, int32_t strategy_micro_batches) {
-  bool batch_norm = std::any_of(graph.ops.begin(), graph.ops.end(),
-                                [](const compiler::LogicalOp& op) { return op.type == compiler::OpType::BatchNorm; });
-  return batch_norm ? strategy_micro_batches : 1;
+int32_t reference_micro_batches(const ir::Module& strategy, int32_t strategy_micro_batches) {
+  for (const ir::Function& f : strategy.functions) {
+    for (const ir::Op& op : f.ops) {
+      if (op.kind == ir::OpKind::BatchNorm || op.kind == ir::OpKind::BatchNormStats) return strategy_micro_batches;
+    }
+  }
+  return 1;
 }
 
-VerifyResult compare_programs(const compiler::LogicalGraph& graph, const ir::Module& distributed,
-                              const ir::Module& single_device, const VerifyOptions& options) {
+VerifyResult compare_programs(const ir::Module& distributed, const ir::Module& single_device,
+                              const VerifyOptions& options) {
   VerifyResult r;
   r.tolerance = options.tolerance > 0 ? options.tolerance : default_tolerance(options.arithmetic);
   const ir::Function* fd = distributed.find_function("train_step");
@@ -163,7 +166,7 @@ VerifyResult compare_programs(const compiler::LogicalGraph& graph, const ir::Mod
   auto observe = [&](VerifiedProgram program) {
     if (options.after_op) exec.after_op = [&options, program](ir::OpId op) { options.after_op(program, op); };
   };
-  ArgumentSource args = make_argument_source(graph, options.seed);
+  ArgumentSource args = make_argument_source(options.seed);
   observe(VerifiedProgram::SingleDevice);
   Execution single = execute(single_device, *fs, args, exec);
   r.reference_ops = single.ops_run;

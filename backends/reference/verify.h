@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "backends/reference/executor.h"
-#include "compiler/graph/logical_graph.h"
 #include "ir/module.h"
 #include "ir/source/diagnostics.h"
 
@@ -75,16 +74,16 @@ struct VerifyResult {
 
 // How many micro-batches the single-device reference of a strategy that
 // runs `strategy_micro_batches` must run to compute the same function: the
-// strategy's count when the model has a batch norm (its statistics are taken
-// per micro-batch, so over the whole batch it would be another function),
-// else 1 (the whole batch, which also checks that the strategy's
-// micro-batches add up to it).
-int32_t reference_micro_batches(const compiler::LogicalGraph& graph, int32_t strategy_micro_batches);
+// strategy's count when its program takes batch statistics (batch norm:
+// they are taken per micro-batch, so over the whole batch it would be
+// another function), else 1 (the whole batch, which also checks that the
+// strategy's micro-batches add up to it).
+int32_t reference_micro_batches(const ir::Module& strategy, int32_t strategy_micro_batches);
 
-// `graph` names the data inputs (their batch axes and integer ranges); both
-// programs must come from it. Their function is "train_step".
-VerifyResult compare_programs(const compiler::LogicalGraph& graph, const ir::Module& distributed,
-                              const ir::Module& single_device, const VerifyOptions& options);
+// Both programs must be of the same model (their data inputs name the same
+// model inputs, docs/ir.md); their function is "train_step".
+VerifyResult compare_programs(const ir::Module& distributed, const ir::Module& single_device,
+                              const VerifyOptions& options);
 
 // A human-readable report: a pass line with the figures, or what differs.
 void print_verify_result(std::ostream& out, const VerifyResult& result);

@@ -108,8 +108,8 @@ int run_verify(CommandContext& ctx, const VerifyOptions& o) {
   // a pipe would depend on how fast the machine is.
   if (ctx.err_is_terminal || o.progress)
     options.after_op = [&](reference::VerifiedProgram program, ir::OpId op) { progress.after_op(program, op); };
-  reference::VerifyResult result = reference::compare_programs(programs->distributed.graph, programs->compiled.module,
-                                                               programs->reference.module, options);
+  reference::VerifyResult result =
+      reference::compare_programs(programs->compiled.module, programs->reference.module, options);
   progress.clear();
   ctx.out << fmt::format("{}: {} devices, {} ops; single device: {} ops; {} arithmetic, seed {}\n", strategy.name,
                          result.devices, programs->compiled.module.functions.front().ops.size(),

@@ -37,7 +37,7 @@ std::optional<VerifyPrograms> compile_verify_programs(const StrategyRequest& req
   // Batch norm normalises each micro-batch by its own statistics, so with
   // one the reference must cut the batch as the strategy does.
   const int32_t reference_micro_batches =
-      reference::reference_micro_batches(single->graph, compiled->resolved.micro_batches);
+      reference::reference_micro_batches(compiled->module, compiled->resolved.micro_batches);
   if (reference_micro_batches > 1) {
     compiler::ScheduleConfig root;
     root.micro_batches = reference_micro_batches;

@@ -93,6 +93,20 @@ class FunctionSizeForecast {
   std::map<std::pair<int32_t, schedule::ActionKind>, Block> blocks_;
 };
 
+// The values an integer data input takes: the rows of the embedding it
+// indexes or the classes of the cross-entropy it labels (else 0 and 1);
+// 0 for float data.
+int64_t input_values(const LogicalGraph& graph, int32_t tensor) {
+  if (ir::is_float(graph.tensors[tensor].dtype)) return 0;
+  for (const LogicalOp& op : graph.ops) {
+    if (op.inputs.size() < 2 || op.inputs[1].tensor != tensor) continue;
+    const Tensor& first = graph.tensors[op.inputs[0].tensor];
+    if (op.type == OpType::Embedding && !first.dims.empty()) return first.dims[0].size;
+    if (op.type == OpType::CrossEntropy && !first.dims.empty()) return first.dims.back().size;
+  }
+  return 2;
+}
+
 }  // namespace
 
 Lowering::Lowering(const LogicalGraph& g, const StrategySpec& s, const SbpAssignment& a, const ResolvedStrategy& r,
@@ -332,9 +346,16 @@ ir::ValueId Lowering::input_value(int32_t t, int32_t mb, int32_t stage, bool rec
   if (tensor.kind == TensorKind::Input) {
     uint64_t key = stage_key(t, mb, stage);
     if (auto it = data_args_.find(key); it != data_args_.end()) return it->second;
-    std::string name = resolved.micro_batches > 1 ? fmt::format("{}.mb{}", tensor.name, mb) : tensor.name;
+    const bool micro_batched = resolved.micro_batches > 1;
+    std::string name = micro_batched ? fmt::format("{}.mb{}", tensor.name, mb) : tensor.name;
+    ir::InputData data;
+    data.data = module_.intern(tensor.name);
+    data.batch_axis = tensor.batch_axis;
+    data.micro_batch = micro_batched ? mb : -1;
+    data.micro_batches = resolved.micro_batches;
+    data.values = input_values(graph, t);
     ir::ValueId arg = builder().add_arg(name, ir::ArgKind::Input, local_type(t, sbp.layouts[t], compute_dtype(t)),
-                                        stage_devices_[stage], module_.intern_layout(sbp.layouts[t]));
+                                        stage_devices_[stage], module_.intern_layout(sbp.layouts[t]), data);
     data_args_[key] = arg;
     return arg;
   }

@@ -35,7 +35,7 @@ VerifyResult verify(const LogicalGraph& g, const StrategySpec& spec, VerifyOptio
   single.train = spec.train;
   std::optional<ir::Module> dist = compile(g, spec), one = compile(g, single);
   if (!dist || !one) return {};
-  return compare_programs(g, *dist, *one, options);
+  return compare_programs(*dist, *one, options);
 }
 
 std::string report(const VerifyResult& r) {
@@ -133,10 +133,14 @@ std::optional<ir::Module> single_device(const LogicalGraph& g, int64_t batch, in
 }
 
 TEST(Verify, ReferenceRunsInMicroBatchesOnlyWithBatchNorm) {
-  EXPECT_EQ(reference_micro_batches(make_mlp(2, 8, 16, 4).graph, 4), 1);
-  EXPECT_EQ(reference_micro_batches(make_gpt(1, 4, 8, 16, 4, 32).graph, 2), 1);
-  EXPECT_EQ(reference_micro_batches(make_batchnorm_model(8), 4), 4);
-  EXPECT_EQ(reference_micro_batches(make_batchnorm_model(8), 1), 1);
+  std::optional<ir::Module> mlp = single_device(make_mlp(2, 8, 16, 4).graph, 8, 4);
+  std::optional<ir::Module> gpt = single_device(make_gpt(1, 4, 8, 16, 4, 32).graph, 4, 2);
+  std::optional<ir::Module> batch_norm = single_device(make_batchnorm_model(8), 8, 4);
+  ASSERT_TRUE(mlp && gpt && batch_norm);
+  EXPECT_EQ(reference_micro_batches(*mlp, 4), 1);
+  EXPECT_EQ(reference_micro_batches(*gpt, 2), 1);
+  EXPECT_EQ(reference_micro_batches(*batch_norm, 4), 4);
+  EXPECT_EQ(reference_micro_batches(*batch_norm, 1), 1);
 }
 
 // Without batch norm the model's function does not depend on how the batch
@@ -151,7 +155,7 @@ TEST(Verify, MicroBatchedReferenceMatchesWholeBatchWithoutBatchNorm) {
     ASSERT_TRUE(micro && whole);
     VerifyOptions f64;
     f64.arithmetic = Arithmetic::F64;
-    VerifyResult r = compare_programs(*g, *micro, *whole, f64);
+    VerifyResult r = compare_programs(*micro, *whole, f64);
     EXPECT_TRUE(r.passed) << report(r);
     EXPECT_LT(r.worst_error, 1e-12) << report(r);
     EXPECT_GT(r.tensors_compared, 5u);
@@ -167,9 +171,9 @@ TEST(Verify, BatchNormUnderMicroBatchingMatchesTheMicroBatchedReference) {
   set_default(spec, 0, S("b"));
   std::optional<ir::Module> dist = compile(g, spec), micro = single_device(g, 16, 4), whole = single_device(g, 16, 1);
   ASSERT_TRUE(dist && micro && whole);
-  VerifyResult against_micro = compare_programs(g, *dist, *micro, {});
+  VerifyResult against_micro = compare_programs(*dist, *micro, {});
   EXPECT_TRUE(against_micro.passed) << report(against_micro);
-  VerifyResult against_whole = compare_programs(g, *dist, *whole, {});
+  VerifyResult against_whole = compare_programs(*dist, *whole, {});
   EXPECT_FALSE(against_whole.passed);
   ASSERT_TRUE(against_whole.difference.has_value()) << report(against_whole);
   EXPECT_EQ(against_whole.difference->tensor, "loss");
