@@ -7,8 +7,8 @@
 
 #include "htae/cluster_spec.h"
 #include "htae/collective_kind.h"
-#include "htae/htae_diagnostics.h"
 #include "htae/toml_reader.h"
+#include "ir/source/diagnostic_kinds.h"
 
 namespace dstc::htae {
 namespace {

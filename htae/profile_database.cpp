@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "htae/htae_diagnostics.h"
 #include "htae/toml_reader.h"
+#include "ir/source/diagnostic_kinds.h"
 
 namespace dstc::htae {
 namespace {

@@ -13,7 +13,6 @@
 #include "htae/comm_layout.h"
 #include "htae/device_classes.h"
 #include "htae/flow_engine.h"
-#include "htae/htae_diagnostics.h"
 #include "htae/ir_op_pricing.h"
 #include "htae/memory_tracker.h"
 #include "htae/mirrored_groups.h"
@@ -21,6 +20,7 @@
 #include "htae/topology.h"
 #include "ir/groups.h"
 #include "ir/registry.h"
+#include "ir/source/diagnostic_kinds.h"
 #include "ir/source/spelling.h"
 #include "ir/verifier.h"
 

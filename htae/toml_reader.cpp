@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "htae/htae_diagnostics.h"
+#include "ir/source/diagnostic_kinds.h"
 #include "ir/source/spelling.h"
 
 namespace dstc::htae {

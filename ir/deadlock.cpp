@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include "ir/groups.h"
-#include "ir/ir_diagnostics.h"
 #include "ir/registry.h"
+#include "ir/source/diagnostic_kinds.h"
 #include "ir/symmetry.h"
 #include "ir/verifier.h"
 

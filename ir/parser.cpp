@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "ir/ir_diagnostics.h"
 #include "ir/registry.h"
+#include "ir/source/diagnostic_kinds.h"
 
 namespace dstc::ir {
 

@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 
 #include "ir/groups.h"
-#include "ir/ir_diagnostics.h"
 #include "ir/printer.h"
 #include "ir/registry.h"
+#include "ir/source/diagnostic_kinds.h"
 
 namespace dstc::ir {
 

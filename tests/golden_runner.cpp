@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -23,9 +24,9 @@ namespace {
 const fs::path kSourceDir = DSTC_SOURCE_DIR;
 
 struct GoldenCase {
-  std::string name;       // for the test name
-  std::string input;      // relative to the source root
-  std::string expected;   // relative to the source root
+  std::string name;      // for the test name
+  std::string input;     // relative to the source root
+  std::string expected;  // relative to the source root
   std::vector<std::string> args;
 };
 
@@ -44,8 +45,10 @@ std::vector<std::string> split_args(const std::string& line) {
   char quote = 0;
   for (char c : line) {
     if (quote) {
-      if (c == quote) quote = 0;
-      else word += c;
+      if (c == quote)
+        quote = 0;
+      else
+        word += c;
     } else if (c == '\'' || c == '"') {
       quote = c;
       in_word = true;
@@ -101,7 +104,8 @@ std::vector<GoldenCase> collect_cases() {
       c.args.push_back(a);
     }
     c.name = fs::relative(p, root).generic_string();
-    std::replace_if(c.name.begin(), c.name.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
+    std::replace_if(
+        c.name.begin(), c.name.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
     cases.push_back(std::move(c));
   }
   std::sort(cases.begin(), cases.end(), [](const GoldenCase& a, const GoldenCase& b) { return a.name < b.name; });
@@ -141,30 +145,51 @@ TEST_P(Golden, MatchesExpected) {
 INSTANTIATE_TEST_SUITE_P(Files, Golden, ::testing::ValuesIn(collect_cases()),
                          [](const ::testing::TestParamInfo<GoldenCase>& param_info) { return param_info.param.name; });
 
-// Every diagnostic kind declared in a *diagnostic_kinds.def file must be
-// triggered by some test: named in brackets in a golden expectation, or by
-// its quoted name in a unit test.
-TEST(DiagnosticKinds, EveryKindIsTriggeredByATest) {
-  std::set<std::string> declared;
-  std::regex decl(R"(DSTC_DIAG_KIND\(\s*\w+\s*,\s*"([^"]+)\")");
-  std::string tested;
-  for (const auto& entry : fs::recursive_directory_iterator(kSourceDir)) {
-    const fs::path& p = entry.path();
-    std::string rel = fs::relative(p, kSourceDir).generic_string();
-    if (rel.starts_with("build") || rel.starts_with(".git")) continue;
-    if (!entry.is_regular_file()) continue;
-    std::string name = p.filename().string();
-    if (name.ends_with("diagnostic_kinds.def")) {
-      std::string text = read_file(p);
-      for (std::sregex_iterator it(text.begin(), text.end(), decl), end; it != end; ++it) declared.insert((*it)[1]);
-    } else if (rel.starts_with("tests/") && (p.extension() == ".expected" || p.extension() == ".cpp")) {
-      tested += read_file(p);
-    }
+// Kinds no golden test's output shows yet, each with why. A kind leaves
+// this list when a golden case triggers it (the test below says so).
+const std::map<std::string, std::string>& kinds_not_yet_in_golden_output() {
+  static const std::map<std::string, std::string> list = {
+      {"ir-use-before-def", "IR text defines names before use; only a built module can (tests/unit/ir)"},
+      {"sim-bad-device-map", "needs a module whose device map the IR text cannot write (tests/unit/htae)"},
+      {"sim-stuck", "needs a module the verifier was not run on (tests/unit/htae)"},
+      {"verify-partial-read", "the compiler emits no such program; planted faults (tests/unit/reference)"},
+      {"verify-layout-mismatch", "the compiler emits no such program; planted faults (tests/unit/reference)"},
+      {"verify-mismatch", "the compiler emits no such program; planted faults (tests/unit/reference)"},
+      {"schedule-table-unreadable", "tests/unit/compiler"},
+      {"schedule-unexpected-action", "tests/unit/schedule"},
+      {"schedule-order", "tests/unit/schedule"},
+      {"schedule-max-ongoing", "tests/unit/schedule"},
+  };
+  return list;
+}
+
+// The one registry (ir/source/diagnostic_kinds.def) declares each stable
+// name once, and every kind appears as `[kind]` in the output of some
+// golden test, which is what dstc really printed, or is on the list above.
+TEST(DiagnosticKinds, EveryKindIsDeclaredOnceAndShownByAGoldenTest) {
+  const std::string registry = read_file(kSourceDir / "ir/source/diagnostic_kinds.def");
+  std::regex decl(R"re(DSTC_DIAG_KIND\(\s*(\w+)\s*,\s*"([^"]+)")re");
+  std::map<std::string, std::string> declared;  // name -> identifier
+  for (std::sregex_iterator it(registry.begin(), registry.end(), decl), end; it != end; ++it) {
+    const std::string ident = (*it)[1], name = (*it)[2];
+    EXPECT_TRUE(declared.emplace(name, ident).second) << "diagnostic kind '" << name << "' is declared twice";
+    EXPECT_TRUE(std::regex_match(ident, std::regex("k[A-Z][A-Za-z0-9]*"))) << ident << ": identifiers are kCamelCase";
+    EXPECT_TRUE(std::regex_match(name, std::regex("[a-z0-9]+(-[a-z0-9]+)*"))) << name << ": names are kebab-case";
   }
-  for (const std::string& kind : declared) {
-    bool found = tested.find("[" + kind + "]") != std::string::npos || tested.find("\"" + kind + "\"") != std::string::npos;
-    EXPECT_TRUE(found) << "diagnostic kind '" << kind << "' is not triggered by any test";
+  EXPECT_GT(declared.size(), 50u);
+  std::string shown;
+  for (const auto& entry : fs::recursive_directory_iterator(kSourceDir / "tests/golden")) {
+    if (entry.is_regular_file() && entry.path().extension() == ".expected") shown += read_file(entry.path());
   }
+  const auto& untested = kinds_not_yet_in_golden_output();
+  for (const auto& [name, ident] : declared) {
+    const bool in_output = shown.find("[" + name + "]") != std::string::npos;
+    if (untested.count(name))
+      EXPECT_FALSE(in_output) << "'" << name << "' is now shown by a golden test: take it off the list";
+    else
+      EXPECT_TRUE(in_output) << "diagnostic kind '" << name << "' is shown by no golden test's output";
+  }
+  for (const auto& [name, why] : untested) EXPECT_TRUE(declared.count(name)) << name << " is not a declared kind";
 }
 
 }  // namespace

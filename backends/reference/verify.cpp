@@ -8,10 +8,10 @@
 #include <fmt/format.h>
 
 #include "backends/reference/argument_values.h"
-#include "backends/reference/verify_diagnostics.h"
 #include "ir/printer.h"
 #include "ir/registry.h"
 #include "ir/replica_names.h"
+#include "ir/source/diagnostic_kinds.h"
 
 namespace dstc::reference {
 

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/compiler_diagnostics.h"
+#include "ir/source/diagnostic_kinds.h"
 
 namespace dstc::compiler {
 namespace {
@@ -97,7 +97,7 @@ class Bridge {
   }
 
   void unsupported(const frontend::Op& op, const std::string& why) {
-    diags_.error(diag::unsupported_op, op.range,
+    diags_.error(diag::kUnsupportedOp, op.range,
                  fmt::format("the compiler cannot lower this {} yet: {}", frontend::op_name(op.kind), why));
     ok_ = false;
   }

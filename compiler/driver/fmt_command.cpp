@@ -9,9 +9,9 @@
 #include "compiler/driver/command.h"
 #include "compiler/driver/output_file.h"
 #include "compiler/frontend/formatter.h"
-#include "compiler/frontend/frontend_diagnostics.h"
 #include "compiler/frontend/parser.h"
 #include "compiler/frontend/program.h"
+#include "ir/source/diagnostic_kinds.h"
 
 namespace dstc {
 namespace {
@@ -29,7 +29,7 @@ int format_one(CommandContext& ctx, const FmtOptions& opts, const std::string& p
   std::string error;
   std::optional<FileId> id = sources.load(path, error, frontend::kMaxDstratBytes);
   if (!id) {
-    diags.error(frontend::diag::kFileNotFound, SourceRange{}, fmt::format("cannot read '{}': {}", path, error));
+    diags.error(diag::kFileNotFound, SourceRange{}, fmt::format("cannot read '{}': {}", path, error));
     diags.render(ctx.err, ctx.color);
     return kExitInputErrors;
   }

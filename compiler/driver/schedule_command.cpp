@@ -9,8 +9,8 @@
 #include "compiler/driver/command.h"
 #include "compiler/schedule/schedule_check.h"
 #include "compiler/schedule/schedule_csv.h"
-#include "compiler/schedule/schedule_diagnostics.h"
 #include "compiler/schedule/schedule_generators.h"
+#include "ir/source/diagnostic_kinds.h"
 
 namespace dstc {
 namespace {
@@ -67,7 +67,7 @@ int run_schedule(const ScheduleOptions& o, CommandContext& ctx) {
                                       o.micro_batches,        o.max_ongoing, o.forward_only};
     auto generated = schedule::generate_schedule(request);
     if (auto* message = std::get_if<std::string>(&generated)) {
-      diags.error(diag::schedule_unavailable, {}, fmt::format("cannot build the {} schedule: {}", o.kind, *message));
+      diags.error(diag::kScheduleUnavailable, {}, fmt::format("cannot build the {} schedule: {}", o.kind, *message));
       return finish(kExitInputErrors);
     }
     table = std::get<schedule::ScheduleTable>(std::move(generated));

@@ -13,13 +13,13 @@
 #include "compiler/driver/human_units.h"
 #include "compiler/driver/output_file.h"
 #include "compiler/driver/progress_bar.h"
-#include "compiler/driver/search_diagnostics.h"
 #include "compiler/driver/search_export.h"
 #include "compiler/driver/search_plot.h"
 #include "compiler/driver/search_ranking.h"
 #include "compiler/driver/search_runner.h"
 #include "compiler/driver/search_table.h"
 #include "compiler/frontend/frontend.h"
+#include "ir/source/diagnostic_kinds.h"
 
 namespace dstc {
 namespace {
@@ -50,7 +50,7 @@ const frontend::SearchSpace* pick_search(const frontend::FrontendResult& front, 
                         : front.searches.empty() ? fmt::format("'{}' declares no search to run", o.file)
                                                  : fmt::format("'{}' declares {} searches; name one with --search",
                                                                o.file, front.searches.size());
-  diags.error(search::diag::kUnknownSearch, {}, message)
+  diags.error(diag::kUnknownSearch, {}, message)
       .note(names.empty() ? "a search is declared with `search NAME for MODEL { vary ... try Strategy(...) }`"
                           : "it declares: " + names);
   return nullptr;

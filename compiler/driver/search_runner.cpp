@@ -16,8 +16,8 @@
 #include "compiler/driver/search_memory_probe.h"
 #include "compiler/driver/search_parallelism.h"
 #include "compiler/driver/strategy_loading.h"
-#include "compiler/frontend/frontend_diagnostics.h"
 #include "htae/simulator.h"
+#include "ir/source/diagnostic_kinds.h"
 
 namespace dstc::search {
 namespace {

@@ -2,8 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/frontend/frontend_diagnostics.h"
-#include "ir/source/common_diagnostics.h"
+#include "ir/source/diagnostic_kinds.h"
 
 namespace dstc {
 
@@ -38,7 +37,7 @@ std::optional<LoadedStrategy> load_strategy(const StrategyRequest& request, Sour
       std::string names;
       for (const frontend::CheckedStrategy& s : all) names += (names.empty() ? "" : ", ") + s.strategy.name;
       diags
-          .error(diag::unknown_strategy, {},
+          .error(diag::kUnknownStrategy, {},
                  fmt::format("'{}' declares no strategy '{}'", request.file, request.strategy))
           .note(names.empty() ? "it declares no strategy" : "it declares: " + names);
       return std::nullopt;
@@ -49,7 +48,7 @@ std::optional<LoadedStrategy> load_strategy(const StrategyRequest& request, Sour
     std::string names;
     for (const frontend::CheckedStrategy& s : all) names += (names.empty() ? "" : ", ") + s.strategy.name;
     diags
-        .error(diag::unknown_strategy, {},
+        .error(diag::kUnknownStrategy, {},
                all.empty()
                    ? fmt::format("'{}' declares no strategy to compile", request.file)
                    : fmt::format("'{}' declares {} strategies; name one with --strategy", request.file, all.size()))

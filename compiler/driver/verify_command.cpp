@@ -11,13 +11,13 @@
 #include <fmt/format.h>
 
 #include "backends/reference/verify.h"
-#include "backends/reference/verify_diagnostics.h"
 #include "compiler/driver/cli.h"
 #include "compiler/driver/command.h"
 #include "compiler/driver/human_units.h"
 #include "compiler/driver/verify_programs.h"
 #include "compiler/driver/verify_progress.h"
 #include "compiler/driver/verify_scaling.h"
+#include "ir/source/diagnostic_kinds.h"
 
 namespace dstc {
 namespace {
@@ -74,7 +74,7 @@ int run_verify(CommandContext& ctx, const VerifyOptions& o) {
   const double max_bytes = o.max_memory_gib > 0 ? o.max_memory_gib * (1ull << 30) : default_memory_limit();
   if (bytes > max_bytes) {
     auto error = diags.error(
-        reference::diag::kVerifyTooLarge, strategy.range,
+        diag::kVerifyTooLarge, strategy.range,
         fmt::format("verifying {} at this size needs about {} of memory (every value of both programs on every "
                     "rank, as doubles), more than the {} allowed",
                     strategy.name, human_bytes(bytes), human_bytes(max_bytes)));

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "backends/reference/verify.h"
-#include "backends/reference/verify_diagnostics.h"
+#include "ir/source/diagnostic_kinds.h"
 #include "ir/verifier.h"
 
 namespace dstc {
@@ -23,7 +23,7 @@ std::optional<VerifyPrograms> compile_verify_programs(const StrategyRequest& req
   if (!loaded) return std::nullopt;
   const frontend::Strategy& strategy = loaded->strategy->strategy;
   if (!strategy.run.training) {
-    diags.error(reference::diag::kVerifyInference, strategy.run.range,
+    diags.error(diag::kVerifyInference, strategy.run.range,
                 fmt::format("{} is an inference strategy; dstc verify compares one training step (loss, gradients, "
                             "updated weights) with the single-device model",
                             strategy.name));

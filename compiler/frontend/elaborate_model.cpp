@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/frontend/frontend_diagnostics.h"
+#include "ir/source/diagnostic_kinds.h"
 #include "ir/types.h"
 
 namespace dstc::frontend {

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/frontend/frontend_diagnostics.h"
+#include "ir/source/diagnostic_kinds.h"
 #include "ir/source/spelling.h"
 
 namespace dstc::frontend {

@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/frontend/frontend_diagnostics.h"
+#include "ir/source/diagnostic_kinds.h"
 
 namespace dstc::frontend {
 namespace {

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "compiler/frontend/frontend_diagnostics.h"
 #include "compiler/frontend/parser.h"
+#include "ir/source/diagnostic_kinds.h"
 #include "ir/source/spelling.h"
 
 #ifndef DSTC_STDLIB_DIR

@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "compiler/compiler_diagnostics.h"
 #include "compiler/sbp/boxing_plan.h"
+#include "ir/source/diagnostic_kinds.h"
 
 namespace dstc::compiler {
 namespace {
@@ -185,7 +185,7 @@ struct Propagator {
           bool missing_dim = why_not.find(" has no ") != std::string::npos;
           if (why == ConfigReason::User && !missing_dim && first_report(*config, a)) {
             diags
-                .error(diag::compute_config_invalid, config->where,
+                .error(diag::kComputeConfigInvalid, config->where,
                        fmt::format("{} on mesh axis '{}' cannot apply: {}", to_string(*config->axes[a]),
                                    spec.mesh.axes()[a].name, why_not))
                 .note(op.where, fmt::format("the {} op is here", op_type_name(op.type)));
@@ -195,7 +195,7 @@ struct Propagator {
         if (auto problem = divisibility_problem(op, in_layouts, out_layout, a, *s)) {
           if (why == ConfigReason::User && first_report(*config, a)) {
             diags
-                .error(diag::split_not_divisible, config->where,
+                .error(diag::kSplitNotDivisible, config->where,
                        fmt::format("{} on mesh axis '{}' splits {}, which {} devices do not divide",
                                    to_string(*config->axes[a]), spec.mesh.axes()[a].name, *problem,
                                    spec.mesh.axes()[a].size))

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/schedule/schedule_diagnostics.h"
+#include "ir/source/diagnostic_kinds.h"
 
 namespace dstc::schedule {
 namespace {
@@ -209,26 +209,26 @@ bool check_schedule(const ScheduleTable& table, const ScheduleCheckOptions& opti
     for (int32_t i = 0; i < static_cast<int32_t>(table.ranks[r].size()); ++i) {
       const Action& a = table.ranks[r][i];
       if (!in_range(table, a)) {
-        diags.error(diag::schedule_out_of_range, where(a),
+        diags.error(diag::kScheduleOutOfRange, where(a),
                     fmt::format("action {} is outside the pipeline: it has stages 0..{} and micro-batches 0..{}",
                                 to_string(a), S - 1, M - 1));
         continue;
       }
       if (table.rank_of_stage(a.stage) != r) {
         diags
-            .error(diag::schedule_wrong_rank, where(a),
+            .error(diag::kScheduleWrongRank, where(a),
                    fmt::format("action {} runs on rank {}, but stage {} is placed on rank {}", to_string(a), r, a.stage,
                                table.rank_of_stage(a.stage)))
             .note(fmt::format("stage s runs on rank s mod {} (the number of pipeline ranks)", table.num_ranks));
       }
       if (options.forward_only && a.kind != ActionKind::Forward) {
-        diags.error(diag::schedule_unexpected_action, where(a),
+        diags.error(diag::kScheduleUnexpectedAction, where(a),
                     fmt::format("action {} is a backward, but this schedule runs forwards only", to_string(a)));
         continue;
       }
       Seen& s = slot(a);
       if (s.action) {
-        diags.error(diag::schedule_duplicate_action, where(a), fmt::format("action {} appears twice", to_string(a)))
+        diags.error(diag::kScheduleDuplicateAction, where(a), fmt::format("action {} appears twice", to_string(a)))
             .note(where(*s.action), fmt::format("first on rank {}", s.rank));
         continue;
       }
@@ -238,7 +238,7 @@ bool check_schedule(const ScheduleTable& table, const ScheduleCheckOptions& opti
       if (options.max_ongoing > 0 && in_flight > options.max_ongoing && !reported_ongoing) {
         reported_ongoing = true;
         diags
-            .error(diag::schedule_max_ongoing, where(a),
+            .error(diag::kScheduleMaxOngoing, where(a),
                    fmt::format("rank {} has {} forwards in flight at {}, more than max_ongoing = {}", r, in_flight,
                                to_string(a), options.max_ongoing))
             .note(options.origin, "max_ongoing set here");
@@ -260,7 +260,7 @@ bool check_schedule(const ScheduleTable& table, const ScheduleCheckOptions& opti
       if (b.action && (in.action || w.action)) {
         const Action& other = in.action ? *in.action : *w.action;
         diags
-            .error(diag::schedule_unexpected_action, where(other),
+            .error(diag::kScheduleUnexpectedAction, where(other),
                    fmt::format("stage {} micro-batch {} has a full backward ({}) and also {}", st, mb,
                                to_string(*b.action), to_string(other)))
             .note(where(*b.action), "full backward here");
@@ -272,14 +272,14 @@ bool check_schedule(const ScheduleTable& table, const ScheduleCheckOptions& opti
       const Seen& back = b.action ? b : in;
       if (f.action && back.action && back.rank == f.rank && back.index < f.index) {
         diags
-            .error(diag::schedule_order, where(*back.action),
+            .error(diag::kScheduleOrder, where(*back.action),
                    fmt::format("rank {} runs {} before its forward {}", back.rank, to_string(*back.action),
                                to_string(*f.action)))
             .note(where(*f.action), "forward here");
       }
       if (in.action && w.action && w.rank == in.rank && w.index < in.index) {
         diags
-            .error(diag::schedule_order, where(*w.action),
+            .error(diag::kScheduleOrder, where(*w.action),
                    fmt::format("rank {} runs {} before {}", w.rank, to_string(*w.action), to_string(*in.action)))
             .note(where(*in.action), "input-grad here");
       }
@@ -291,7 +291,7 @@ bool check_schedule(const ScheduleTable& table, const ScheduleCheckOptions& opti
     for (size_t i = 0; i < std::min(kShown, missing.size()); ++i) list += (i ? ", " : "") + missing[i];
     if (missing.size() > kShown) list += fmt::format(" and {} more", missing.size() - kShown);
     diags.error(
-        diag::schedule_missing_action, options.origin,
+        diag::kScheduleMissingAction, options.origin,
         fmt::format("the schedule lacks {} action{}: {}", missing.size(), missing.size() == 1 ? "" : "s", list));
   }
 
@@ -305,7 +305,7 @@ bool check_schedule(const ScheduleTable& table, const ScheduleCheckOptions& opti
       if (run.steps[r].size() < table.ranks[r].size()) stuck = &table.ranks[r][run.steps[r].size()];
     }
     auto error =
-        diags.error(diag::schedule_deadlock, stuck ? where(*stuck) : options.origin,
+        diags.error(diag::kScheduleDeadlock, stuck ? where(*stuck) : options.origin,
                     fmt::format("the pipeline schedule deadlocks after step {}: no rank can run its next action",
                                 run.num_steps - 1));
     if (stuck) {

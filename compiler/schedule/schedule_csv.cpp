@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "compiler/schedule/schedule_diagnostics.h"
 #include "compiler/schedule/schedule_generators.h"
+#include "ir/source/diagnostic_kinds.h"
 
 namespace dstc::schedule {
 namespace {
@@ -54,7 +54,7 @@ std::optional<ScheduleTable> read_schedule_csv(FileId file, const PipelineDims& 
       last_row_begin = line_begin;
       int32_t rank = static_cast<int32_t>(table.ranks.size());
       if (rank == dims.ranks) {  // stop at the first extra row: the rest cannot be right
-        diags.error(diag::schedule_out_of_range, SourceRange{file, line_begin, line_end},
+        diags.error(diag::kScheduleOutOfRange, SourceRange{file, line_begin, line_end},
                     fmt::format("row {} of the schedule table is one too many: the pipeline has {} rank{}, one row "
                                 "per rank",
                                 rank + 1, dims.ranks, dims.ranks == 1 ? "" : "s"));
@@ -73,13 +73,13 @@ std::optional<ScheduleTable> read_schedule_csv(FileId file, const PipelineDims& 
             a->where = range;
             if (++actions > kMaxScheduleActions) {
               diags.error(
-                  diag::schedule_out_of_range, range,
+                  diag::kScheduleOutOfRange, range,
                   fmt::format("the schedule table has more than the {} actions dstc schedules", kMaxScheduleActions));
               return std::nullopt;
             }
             table.ranks[rank].push_back(*a);
           } else {
-            diags.error(diag::schedule_bad_cell, range, fmt::format("'{}' is not a pipeline action", cell))
+            diags.error(diag::kScheduleBadCell, range, fmt::format("'{}' is not a pipeline action", cell))
                 .note(
                     "an action is STAGE, then F (forward), I (input-grad), W (weight-grad) or B (full backward), "
                     "then MICRO-BATCH, e.g. 0F1");
@@ -93,7 +93,7 @@ std::optional<ScheduleTable> read_schedule_csv(FileId file, const PipelineDims& 
   if (static_cast<int32_t>(table.ranks.size()) != dims.ranks) {
     SourceRange where{file, last_row_begin, last_row_begin};
     diags.error(
-        diag::schedule_out_of_range, where,
+        diag::kScheduleOutOfRange, where,
         fmt::format("the schedule table has {} row{}, but the pipeline has {} rank{}: one row per rank",
                     table.ranks.size(), table.ranks.size() == 1 ? "" : "s", dims.ranks, dims.ranks == 1 ? "" : "s"));
   }

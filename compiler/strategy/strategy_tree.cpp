@@ -4,11 +4,10 @@
 
 #include <fmt/format.h>
 
-#include "compiler/compiler_diagnostics.h"
 #include "compiler/schedule/schedule_check.h"
 #include "compiler/schedule/schedule_csv.h"
-#include "compiler/schedule/schedule_diagnostics.h"
 #include "compiler/schedule/schedule_generators.h"
+#include "ir/source/diagnostic_kinds.h"
 
 namespace dstc::compiler {
 namespace {
@@ -85,7 +84,7 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
     const Tensor& in = graph.tensors[t];
     if (in.batch_axis >= 0 && in.dims[in.batch_axis].size % out.micro_batches != 0) {
       diags
-          .error(diag::micro_batches_not_divisible, schedule_where,
+          .error(diag::kMicroBatches, schedule_where,
                  fmt::format("{} micro-batches do not divide the batch of {} ({} samples)", out.micro_batches, in.name,
                              in.dims[in.batch_axis].size))
           .note(in.where, "the input is declared here");
@@ -100,7 +99,7 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
     out.pipeline_ranks = spec.mesh.axes()[spec.pipeline.axis].size;
     out.num_stages = out.pipeline_ranks;
     if (root.virtual_stages != 1) {
-      diags.error(dstc::diag::schedule_unavailable, schedule_where,
+      diags.error(dstc::diag::kScheduleUnavailable, schedule_where,
                   "virtual stages need `pipeline NODE over AXIS`, not explicit stage lists");
       return std::nullopt;
     }
@@ -121,7 +120,7 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
     int32_t n = static_cast<int32_t>(children.size());
     if (n < out.num_stages) {
       diags
-          .error(diag::pipeline_too_few_layers, spec.pipeline.where,
+          .error(diag::kPipelineTooFewLayers, spec.pipeline.where,
                  fmt::format("the pipeline has {} stages but '{}' has only {} children to place on them",
                              out.num_stages, graph.nodes[spec.pipeline.node].path, n))
           .note(graph.nodes[spec.pipeline.node].where, "the pipelined node is declared here");
@@ -155,7 +154,7 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
     std::string error;
     std::optional<FileId> file = sources.load(path.string(), error);
     if (!file) {
-      diags.error(diag::schedule_table_unreadable, schedule_where,
+      diags.error(diag::kScheduleTableUnreadable, schedule_where,
                   fmt::format("cannot read the schedule table '{}': {}", path.string(), error));
       return std::nullopt;
     }
@@ -164,7 +163,7 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
     auto generated = schedule::generate_schedule({root.kind, out.pipeline_ranks, root.virtual_stages, out.micro_batches,
                                                   root.max_ongoing, !spec.train.training});
     if (auto* message = std::get_if<std::string>(&generated)) {
-      diags.error(dstc::diag::schedule_unavailable, schedule_where,
+      diags.error(dstc::diag::kScheduleUnavailable, schedule_where,
                   fmt::format("cannot build the schedule: {}", *message));
       return std::nullopt;
     }

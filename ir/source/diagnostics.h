@@ -16,9 +16,9 @@
 
 namespace dstc {
 
-// A stable, kebab-case diagnostic name. Declared once per stage in a
-// `*diagnostic_kinds.def` file with DSTC_DIAG_KIND, so that a test can check
-// every kind is triggered by some test.
+// A stable, kebab-case diagnostic name. Every kind is declared once, in
+// ir/source/diagnostic_kinds.def, so that a test can check every kind is
+// triggered by some test.
 struct DiagKind {
   std::string_view name;
 };

@@ -18,7 +18,7 @@ std::string first_kind(const LogicalGraph& g, const StrategySpec& spec) {
 
 TEST(CompilerDiagnostics, MicroBatchesThatDoNotDivideTheBatch) {
   auto mlp = testing::make_mlp(2, 8, 16, 4);
-  EXPECT_EQ(first_kind(mlp.graph, testing::make_spec(mlp.graph, {{"dp", 1}}, 8, 3)), "micro-batches-not-divisible");
+  EXPECT_EQ(first_kind(mlp.graph, testing::make_spec(mlp.graph, {{"dp", 1}}, 8, 3)), "micro-batches");
 }
 
 TEST(CompilerDiagnostics, ScheduleTableThatCannotBeRead) {

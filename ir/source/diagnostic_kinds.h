@@ -1,4 +1,5 @@
-// The diagnostic kinds every stage may report (see diagnostic_kinds.def).
+// Every diagnostic kind of dstc (diagnostic_kinds.def, one registry with a
+// section per stage), as dstc::diag::kName.
 #pragma once
 
 #include "ir/source/diagnostics.h"
