@@ -9,7 +9,7 @@
 namespace dstc::compiler {
 namespace {
 
-using frontend::OpKind;
+using ops::OpKind;
 
 ir::DType to_ir(frontend::DType t) {
   switch (t) {
@@ -98,7 +98,7 @@ class Bridge {
 
   void unsupported(const frontend::Op& op, const std::string& why) {
     diags_.error(diag::kUnsupportedOp, op.range,
-                 fmt::format("the compiler cannot lower this {} yet: {}", frontend::op_name(op.kind), why));
+                 fmt::format("the compiler cannot lower this {} yet: {}", ops::op_name(op.kind), why));
     ok_ = false;
   }
 
@@ -123,31 +123,27 @@ class Bridge {
       return v->type == frontend::ValueType::Float ? v->f : static_cast<double>(v->i);
     };
     const int rank = static_cast<int>(out.inputs.empty() ? 0 : out.inputs[0].dims.size());
+    // The graph keeps the op's kind; matmul becomes einsum, global_avgpool a
+    // mean, identity an alias.
+    out.type = op.kind;
     switch (op.kind) {
       case OpKind::Identity:
         // An alias: consumers read the input.
         tensor_map_[op.output] = out.inputs[0].tensor;
         return;
-      case OpKind::Matmul:
-      case OpKind::Einsum: out.type = OpType::Einsum; break;
+      case OpKind::Matmul: out.type = OpKind::Einsum; break;
       case OpKind::Add:
       case OpKind::Mul:
       case OpKind::Maximum:
       case OpKind::Sub:
       case OpKind::Div: {
-        out.type = op.kind == OpKind::Add       ? OpType::Add
-                   : op.kind == OpKind::Mul     ? OpType::Mul
-                   : op.kind == OpKind::Maximum ? OpType::Maximum
-                   : op.kind == OpKind::Sub     ? OpType::Sub
-                                                : OpType::Div;
         if (out.inputs.size() != 2) {
-          unsupported(op,
-                      fmt::format("{} takes exactly two operands here; nest it for more", frontend::op_name(op.kind)));
+          unsupported(op, fmt::format("{} takes exactly two operands here; nest it for more", ops::op_name(op.kind)));
           return;
         }
         // The IR broadcasts the second operand over the first's leading dims;
         // operands of commutative ops may swap to get there.
-        bool commutative = out.type == OpType::Add || out.type == OpType::Mul || out.type == OpType::Maximum;
+        bool commutative = out.type == OpKind::Add || out.type == OpKind::Mul || out.type == OpKind::Maximum;
         if (commutative && out.inputs[1].dims.size() > out.inputs[0].dims.size())
           std::swap(out.inputs[0], out.inputs[1]);
         const auto& a = out.inputs[0].dims;
@@ -160,25 +156,16 @@ class Bridge {
         }
         break;
       }
-      case OpKind::Gelu: out.type = OpType::Gelu; break;
-      case OpKind::Relu: out.type = OpType::Relu; break;
-      case OpKind::Tanh: out.type = OpType::Tanh; break;
-      case OpKind::Sigmoid: out.type = OpType::Sigmoid; break;
-      case OpKind::Exp: out.type = OpType::Exp; break;
-      case OpKind::Sqrt: out.type = OpType::Sqrt; break;
       case OpKind::Scale: {
-        out.type = OpType::Scale;
         const frontend::Value* by = attr(op, "by");
         out.factor = by ? (by->type == frontend::ValueType::Float ? by->f : static_cast<double>(by->i)) : 1.0;
         break;
       }
       case OpKind::LogSoftmax:
-        out.type = OpType::LogSoftmax;
         out.axis = dim_attr("dim");
         if (out.axis < 0) out.axis = rank - 1;
         break;
       case OpKind::RmsNorm:
-        out.type = OpType::RmsNorm;
         out.eps = float_attr("eps", 1e-5);
         if (int d = dim_attr("dim"); d >= 0 && d != rank - 1) {
           unsupported(op, "rmsnorm must normalize the last dim");
@@ -190,7 +177,6 @@ class Bridge {
         }
         break;
       case OpKind::BatchNorm: {
-        out.type = OpType::BatchNorm;
         out.eps = float_attr("eps", 1e-5);
         int d = dim_attr("dim");
         if (rank < 2 || d != 1) {
@@ -211,17 +197,12 @@ class Bridge {
       }
       case OpKind::Sum:
       case OpKind::Mean:
-      case OpKind::Max:
-        out.type = op.kind == OpKind::Sum ? OpType::Sum : op.kind == OpKind::Mean ? OpType::Mean : OpType::Max;
-        out.axes = {dim_attr("dim")};
-        break;
+      case OpKind::Max: out.axes = {dim_attr("dim")}; break;
       case OpKind::GlobalAvgPool:
-        out.type = OpType::Mean;
+        out.type = OpKind::Mean;
         out.axes = {rank - 2, rank - 1};
         break;
-      case OpKind::MseLoss: out.type = OpType::MseLoss; break;
       case OpKind::Conv2d:
-        out.type = OpType::Conv2d;
         out.stride = int_attr("stride", 1);
         out.padding = int_attr("padding", 0);
         if (rank != 4) {
@@ -231,7 +212,6 @@ class Bridge {
         break;
       case OpKind::MaxPool2d:
       case OpKind::AvgPool2d:
-        out.type = op.kind == OpKind::MaxPool2d ? OpType::MaxPool2d : OpType::AvgPool2d;
         out.kernel = int_attr("kernel", 1);
         out.stride = int_attr("stride", out.kernel);
         out.padding = int_attr("padding", 0);
@@ -240,23 +220,17 @@ class Bridge {
           return;
         }
         break;
-      case OpKind::Concat:
-        out.type = OpType::Concat;
-        out.axis = dim_attr("dim");
-        break;
+      case OpKind::Concat: out.axis = dim_attr("dim"); break;
       case OpKind::Dropout: {
-        out.type = OpType::Dropout;
         const frontend::Value* p = attr(op, "p");
         out.p = p ? (p->type == frontend::ValueType::Float ? p->f : static_cast<double>(p->i)) : 0.0;
         break;
       }
       case OpKind::Softmax:
-        out.type = OpType::Softmax;
         out.axis = dim_attr("dim");
         if (out.axis < 0) out.axis = rank - 1;
         break;
       case OpKind::LayerNorm:
-        out.type = OpType::LayerNorm;
         out.eps = float_attr("eps", 1e-5);
         if (int d = dim_attr("dim"); d >= 0 && d != rank - 1) {
           unsupported(op, "layernorm must normalize the last dim");
@@ -267,16 +241,13 @@ class Bridge {
           return;
         }
         break;
-      case OpKind::Embedding: out.type = OpType::Embedding; break;
       case OpKind::CrossEntropy:
-        out.type = OpType::CrossEntropy;
         if (int d = dim_attr("dim"); d >= 0 && d != rank - 1) {
           unsupported(op, "the class dim must be the last dim of the logits");
           return;
         }
         break;
       case OpKind::Attention: {
-        out.type = OpType::Attention;
         const frontend::Value* causal = attr(op, "causal");
         out.causal = causal && causal->b;
         if (rank != 4) {
@@ -285,14 +256,13 @@ class Bridge {
         }
         break;
       }
-      case OpKind::Reshape: out.type = OpType::Reshape; break;
       case OpKind::Select: {
-        out.type = OpType::Select;
         out.axis = dim_attr("dim");
         const frontend::Value* index = attr(op, "index");
         out.index = index ? index->i : 0;
         break;
       }
+      default: break;
     }
     graph_.add_op(std::move(out));
   }

@@ -58,7 +58,7 @@ std::string print_strategy_tree(const LogicalGraph& graph, const StrategySpec& s
     }
     out += "\n";
     for (int32_t op : node.ops) {
-      out += fmt::format("{}  {}", indent, op_type_name(graph.ops[op].type));
+      out += fmt::format("{}  {}", indent, ops::op_name(graph.ops[op].type));
       const OpSbp& sbp = compiled.sbp.ops[op];
       for (size_t a = 0; a < sbp.axes.size(); ++a) {
         out += fmt::format("  {}={}", spec.mesh.axes()[a].name, to_string(sbp.axes[a].compute));

@@ -437,9 +437,9 @@ class ModelElaborator {
     const Expr& v = *s.value;
     if (v.kind == ExprKind::Call && v.items[0]->kind == ExprKind::Name) {
       const std::string& callee = v.items[0]->text;
-      if (const OpSignature* sig = find_op(callee); sig && !program_.find_visible(callee, f.file)) {
+      if (const ops::OpDef* def = ops::find_op(callee); def && !program_.find_visible(callee, f.file)) {
         size_t errors = diags_.error_count();
-        op_statement(f, s, *sig);
+        op_statement(f, s, *def);
         // An op over a tensor that already failed binds nothing, silently.
         if (diags_.error_count() > errors || !f.tensors.count(s.name)) {
           f.tensors.erase(s.name);
@@ -640,13 +640,13 @@ class ModelElaborator {
     return std::nullopt;
   }
 
-  void op_statement(Frame& f, const Stmt& s, const OpSignature& sig) {
+  void op_statement(Frame& f, const Stmt& s, const ops::OpDef& def) {
     const Expr& v = *s.value;
     NodeId leaf = f.node;
     if (f.decl->kind != ComponentKind::Layer) {
       // An op written in a module is a leaf of its own, named by its output.
       if (!declare(f, s.name, s.name_range)) return;
-      leaf = add_node(f.node, s.name, -1, NodeKind::Op, std::string(sig.name), s.range, v.items[0]->range);
+      leaf = add_node(f.node, s.name, -1, NodeKind::Op, std::string(def.name), s.range, v.items[0]->range);
     }
     std::vector<LocalTensor> inputs;
     std::vector<const Arg*> attr_args;
@@ -659,37 +659,37 @@ class ModelElaborator {
       if (!t) return;
       inputs.push_back(*t);
     }
-    if (inputs.size() < sig.min_inputs || inputs.size() > sig.max_inputs) {
-      std::string want = sig.min_inputs == sig.max_inputs ? std::to_string(sig.min_inputs)
-                         : sig.max_inputs >= 64           ? fmt::format("at least {}", sig.min_inputs)
-                                                          : fmt::format("{} to {}", sig.min_inputs, sig.max_inputs);
+    if (inputs.size() < def.min_inputs || inputs.size() > def.max_inputs) {
+      std::string want = def.min_inputs == def.max_inputs ? std::to_string(def.min_inputs)
+                         : def.max_inputs >= ops::kMany   ? fmt::format("at least {}", def.min_inputs)
+                                                          : fmt::format("{} to {}", def.min_inputs, def.max_inputs);
       diags_.error(
           diag::kOpSignature, v.range,
-          fmt::format("{} takes {} tensor{}, {} given", sig.name, want, want == "1" ? "" : "s", inputs.size()));
+          fmt::format("{} takes {} tensor{}, {} given", def.name, want, want == "1" ? "" : "s", inputs.size()));
       return;
     }
-    std::vector<AttrValue> attrs;
+    std::vector<ops::AttrValue> attrs;
     std::vector<OpAttr> op_attrs;
-    for (const AttrSpec& spec : sig.attrs) attrs.push_back({spec.name, 0, 0, false, {}, false});
+    for (const ops::AttrSpec& spec : def.attrs) attrs.push_back({spec.name, 0, 0, false, {}, false});
     for (const Arg* a : attr_args) {
       auto spec =
-          std::find_if(sig.attrs.begin(), sig.attrs.end(), [&](const AttrSpec& x) { return x.name == a->name; });
-      if (spec == sig.attrs.end()) {
+          std::find_if(def.attrs.begin(), def.attrs.end(), [&](const ops::AttrSpec& x) { return x.name == a->name; });
+      if (spec == def.attrs.end()) {
         std::string known;
-        for (const AttrSpec& x : sig.attrs) known += (known.empty() ? "" : ", ") + std::string(x.name);
+        for (const ops::AttrSpec& x : def.attrs) known += (known.empty() ? "" : ", ") + std::string(x.name);
         diags_.error(diag::kOpSignature, a->name_range,
-                     fmt::format("{} has no attribute '{}'{}", sig.name, a->name,
+                     fmt::format("{} has no attribute '{}'{}", def.name, a->name,
                                  known.empty() ? "" : fmt::format(" (it has: {})", known)));
         return;
       }
-      AttrValue& av = attrs[static_cast<size_t>(spec - sig.attrs.begin())];
+      ops::AttrValue& av = attrs[static_cast<size_t>(spec - def.attrs.begin())];
       if (av.given) {
         diags_.error(diag::kArgumentMismatch, a->name_range, fmt::format("attribute '{}' given twice", a->name));
         return;
       }
       av.given = true;
       Value value;
-      if (spec->type == AttrType::Dim) {
+      if (spec->type == ops::AttrType::Dim) {
         if (a->value->kind != ExprKind::Name) {
           diags_.error(diag::kTypeMismatch, a->value->range, fmt::format("'{}' must name a dim", a->name));
           return;
@@ -699,17 +699,18 @@ class ModelElaborator {
       } else {
         value = eval_.eval(*a->value, f.scope);
         if (!value.ok()) return;
-        bool ok = (spec->type == AttrType::Int && value.type == ValueType::Int) ||
-                  (spec->type == AttrType::Bool && value.type == ValueType::Bool) ||
-                  (spec->type == AttrType::Float && (value.type == ValueType::Float || value.type == ValueType::Int));
+        bool ok =
+            (spec->type == ops::AttrType::Int && value.type == ValueType::Int) ||
+            (spec->type == ops::AttrType::Bool && value.type == ValueType::Bool) ||
+            (spec->type == ops::AttrType::Float && (value.type == ValueType::Float || value.type == ValueType::Int));
         if (!ok) {
-          std::string_view want = spec->type == AttrType::Int    ? "an integer"
-                                  : spec->type == AttrType::Bool ? "true or false"
-                                                                 : "a number";
-          report_wrong_type(diags_, *a->value, value, want, fmt::format("attribute '{}' of {}", a->name, sig.name));
+          std::string_view want = spec->type == ops::AttrType::Int    ? "an integer"
+                                  : spec->type == ops::AttrType::Bool ? "true or false"
+                                                                      : "a number";
+          report_wrong_type(diags_, *a->value, value, want, fmt::format("attribute '{}' of {}", a->name, def.name));
           return;
         }
-        if (spec->type == AttrType::Float && value.type == ValueType::Int)
+        if (spec->type == ops::AttrType::Float && value.type == ValueType::Int)
           value = Value::of_float(static_cast<double>(value.i));
         av.i = value.i;
         av.f = value.f;
@@ -717,15 +718,15 @@ class ModelElaborator {
       }
       op_attrs.push_back({a->name, value});
     }
-    for (const AttrValue& av : attrs) {
+    for (const ops::AttrValue& av : attrs) {
       auto spec =
-          std::find_if(sig.attrs.begin(), sig.attrs.end(), [&](const AttrSpec& x) { return x.name == av.name; });
+          std::find_if(def.attrs.begin(), def.attrs.end(), [&](const ops::AttrSpec& x) { return x.name == av.name; });
       if (spec->required && !av.given) {
-        diags_.error(diag::kOpSignature, v.range, fmt::format("{} needs the attribute '{}'", sig.name, av.name));
+        diags_.error(diag::kOpSignature, v.range, fmt::format("{} needs the attribute '{}'", def.name, av.name));
         return;
       }
     }
-    std::optional<std::vector<DeclaredDim>> declared;
+    std::optional<std::vector<ops::DeclaredDim>> declared;
     if (s.has_dims) {
       declared.emplace();
       for (const DimItem& d : s.dims) {
@@ -737,7 +738,7 @@ class ModelElaborator {
           for (const Dim& e : *f.ellipsis) declared->push_back({e.name, e.size});
           continue;
         }
-        DeclaredDim dd{d.name, std::nullopt};
+        ops::DeclaredDim dd{d.name, std::nullopt};
         if (d.size) {
           dd.size = eval_.eval_int(*d.size, f.scope, fmt::format("the size of dim {}", d.name));
           if (!dd.size) return;
@@ -749,20 +750,20 @@ class ModelElaborator {
         }
         declared->push_back(dd);
       }
-    } else if (sig.needs_declared_output) {
+    } else if (def.needs_declared_output()) {
       diags_.error(diag::kDimMismatch, s.name_range,
-                   fmt::format("write the output dims of {}: {}[dims] = {}(...)", sig.name, s.name, sig.name));
+                   fmt::format("write the output dims of {}: {}[dims] = {}(...)", def.name, s.name, def.name));
       return;
     }
     std::vector<std::vector<Dim>> in_dims;
     for (const LocalTensor& t : inputs) in_dims.push_back(t.dims);
-    OpError error;
-    std::optional<std::vector<Dim>> out = infer_output(sig, in_dims, attrs, declared, error);
+    ops::OpError error;
+    std::optional<std::vector<Dim>> out = ops::infer_output(def, in_dims, attrs, declared, error);
     if (!out) {
       SourceRange at = error.input >= 0 ? positional_arg(v, static_cast<size_t>(error.input))->range
                                         : (s.has_dims ? s.dims.empty() ? s.name_range : s.dims.front().range : v.range);
       diags_.error(error.unknown_dim ? diag::kUnknownDim : diag::kDimMismatch, at,
-                   fmt::format("{}: {}", sig.name, error.message));
+                   fmt::format("{}: {}", def.name, error.message));
       return;
     }
     if (!size_fits(*out, s.name, s.range)) return;
@@ -775,7 +776,7 @@ class ModelElaborator {
       }
     }
     Op op;
-    op.kind = sig.kind;
+    op.kind = def.kind;
     for (const LocalTensor& t : inputs) {
       OpInput in{t.id, {}};
       for (const Dim& d : t.dims) in.dims.push_back(d.name);

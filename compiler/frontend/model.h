@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "compiler/frontend/op_registry.h"
 #include "compiler/frontend/value.h"
+#include "compiler/ops/op_table.h"
 #include "ir/source/source_manager.h"
 
 namespace dstc::frontend {
@@ -24,11 +24,8 @@ using TensorId = int32_t;
 using OpId = int32_t;
 inline constexpr int32_t kNone = -1;
 
-struct Dim {
-  std::string name;
-  int64_t size = 0;
-  friend bool operator==(const Dim&, const Dim&) = default;
-};
+using ops::Dim;
+using ops::OpKind;
 
 enum class DType { F32, F16, BF16, I32, I64 };
 std::string_view dtype_name(DType t);  // fp32, fp16, bf16, i32, i64

@@ -4,44 +4,6 @@
 
 namespace dstc::compiler {
 
-std::string_view op_type_name(OpType type) {
-  switch (type) {
-    case OpType::Einsum: return "einsum";
-    case OpType::Add: return "add";
-    case OpType::Mul: return "mul";
-    case OpType::Gelu: return "gelu";
-    case OpType::Relu: return "relu";
-    case OpType::Softmax: return "softmax";
-    case OpType::LayerNorm: return "layernorm";
-    case OpType::Dropout: return "dropout";
-    case OpType::Embedding: return "embedding";
-    case OpType::CrossEntropy: return "cross_entropy";
-    case OpType::Attention: return "attention";
-    case OpType::Reshape: return "reshape";
-    case OpType::Select: return "select";
-    case OpType::Sub: return "sub";
-    case OpType::Div: return "div";
-    case OpType::Maximum: return "maximum";
-    case OpType::Tanh: return "tanh";
-    case OpType::Sigmoid: return "sigmoid";
-    case OpType::Exp: return "exp";
-    case OpType::Sqrt: return "sqrt";
-    case OpType::Scale: return "scale";
-    case OpType::LogSoftmax: return "log_softmax";
-    case OpType::RmsNorm: return "rmsnorm";
-    case OpType::BatchNorm: return "batchnorm";
-    case OpType::Sum: return "sum";
-    case OpType::Mean: return "mean";
-    case OpType::Max: return "max";
-    case OpType::MseLoss: return "mse_loss";
-    case OpType::Conv2d: return "conv2d";
-    case OpType::MaxPool2d: return "maxpool2d";
-    case OpType::AvgPool2d: return "avgpool2d";
-    case OpType::Concat: return "concat";
-  }
-  return "?";
-}
-
 int64_t Tensor::numel() const {
   int64_t n = 1;
   for (const Dim& d : dims) n *= d.size;

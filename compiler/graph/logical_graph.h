@@ -13,54 +13,15 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/ops/op_table.h"
 #include "ir/source/source_manager.h"
 #include "ir/types.h"
 
 namespace dstc::compiler {
 
-enum class OpType : uint8_t {
-  Einsum,  // contraction: dims in inputs but not the output are summed
-  Add,     // a + b, b broadcast over a's leading dims
-  Mul,     // a * b, same broadcast
-  Gelu,
-  Relu,
-  Softmax,    // over `axis` of its input
-  LayerNorm,  // (x, gamma, beta), over x's last dim
-  Dropout,
-  Embedding,     // (table[v, h], ids[...]) -> [..., h]
-  CrossEntropy,  // (logits[..., v], labels[...]) -> scalar loss
-  Attention,     // (q, k, v) as [b, heads, s, d] -> [b, heads, s, d]
-  Reshape,       // splits or merges adjacent dims; sizes' products match
-  Select,        // one `index` of input axis `axis`, which goes away
-  Sub,           // a - b, b broadcast over a's leading dims
-  Div,           // a / b, same broadcast
-  Maximum,       // max(a, b), same broadcast
-  Tanh,
-  Sigmoid,
-  Exp,
-  Sqrt,
-  Scale,       // factor * x
-  LogSoftmax,  // over `axis`
-  RmsNorm,     // (x[, gamma]) over x's last dim
-  BatchNorm,   // (x[b, c, ...], gamma, beta): statistics per channel `axis` 1 over the rest (SyncBN)
-  Sum,         // reduces `axes` away
-  Mean,
-  Max,
-  MseLoss,    // (prediction, target) -> scalar: mean of the squared difference
-  Conv2d,     // (x[n, c, h, w], weight[o, c, kh, kw]) -> [n, o, oh, ow]
-  MaxPool2d,  // x[n, c, h, w] -> [n, c, oh, ow]
-  AvgPool2d,
-  Concat,  // along `axis`
-};
-
-std::string_view op_type_name(OpType type);
-
 enum class TensorKind : uint8_t { Input, Param, Activation };  // Input: data and labels
 
-struct Dim {
-  std::string name;
-  int64_t size = 0;
-};
+using ops::Dim;
 
 struct Tensor {
   std::string name;  // e.g. "blocks[0].mlp.fc1.weight"
@@ -81,7 +42,7 @@ struct Operand {
 };
 
 struct LogicalOp {
-  OpType type = OpType::Einsum;
+  ops::OpKind type = ops::OpKind::Einsum;
   std::vector<Operand> inputs;
   int32_t output = -1;
   std::vector<std::string> output_dims;

@@ -113,29 +113,30 @@ ir::ValueId Lowering::emit_forward_op(const Emit& at, int32_t op, const std::vec
   using ir::AttrValue;
   using ir::OpKind;
   switch (lop.type) {
-    case OpType::Einsum: {
+    case ops::OpKind::Einsum: {
       const std::string& spec_text = einsum_specs(op).forward;
       if (in.size() == 1) return append(at, OpKind::Einsum, {in[0]}, {AttrValue::string("spec", spec_text)}, out);
       return append(at, OpKind::Einsum, {in[0], in[1]}, {AttrValue::string("spec", spec_text)}, out);
     }
-    case OpType::Add: return append(at, OpKind::Add, {in[0], in[1]}, {}, out);
-    case OpType::Sub: return append(at, OpKind::Sub, {in[0], in[1]}, {}, out);
-    case OpType::Mul: return append(at, OpKind::Mul, {in[0], in[1]}, {}, out);
-    case OpType::Div: return append(at, OpKind::Div, {in[0], in[1]}, {}, out);
-    case OpType::Maximum: return append(at, OpKind::Maximum, {in[0], in[1]}, {}, out);
-    case OpType::Gelu: return append(at, OpKind::Gelu, {in[0]}, {}, out);
-    case OpType::Relu: return append(at, OpKind::Relu, {in[0]}, {}, out);
-    case OpType::Tanh: return append(at, OpKind::Tanh, {in[0]}, {}, out);
-    case OpType::Sigmoid: return append(at, OpKind::Sigmoid, {in[0]}, {}, out);
-    case OpType::Exp: return append(at, OpKind::Exp, {in[0]}, {}, out);
-    case OpType::Sqrt: return append(at, OpKind::Sqrt, {in[0]}, {}, out);
-    case OpType::Scale: return append(at, OpKind::Scale, {in[0]}, {AttrValue::real("factor", lop.factor)}, out);
-    case OpType::LogSoftmax: return append(at, OpKind::LogSoftmax, {in[0]}, {AttrValue::integer("dim", lop.axis)}, out);
-    case OpType::RmsNorm: {
+    case ops::OpKind::Add: return append(at, OpKind::Add, {in[0], in[1]}, {}, out);
+    case ops::OpKind::Sub: return append(at, OpKind::Sub, {in[0], in[1]}, {}, out);
+    case ops::OpKind::Mul: return append(at, OpKind::Mul, {in[0], in[1]}, {}, out);
+    case ops::OpKind::Div: return append(at, OpKind::Div, {in[0], in[1]}, {}, out);
+    case ops::OpKind::Maximum: return append(at, OpKind::Maximum, {in[0], in[1]}, {}, out);
+    case ops::OpKind::Gelu: return append(at, OpKind::Gelu, {in[0]}, {}, out);
+    case ops::OpKind::Relu: return append(at, OpKind::Relu, {in[0]}, {}, out);
+    case ops::OpKind::Tanh: return append(at, OpKind::Tanh, {in[0]}, {}, out);
+    case ops::OpKind::Sigmoid: return append(at, OpKind::Sigmoid, {in[0]}, {}, out);
+    case ops::OpKind::Exp: return append(at, OpKind::Exp, {in[0]}, {}, out);
+    case ops::OpKind::Sqrt: return append(at, OpKind::Sqrt, {in[0]}, {}, out);
+    case ops::OpKind::Scale: return append(at, OpKind::Scale, {in[0]}, {AttrValue::real("factor", lop.factor)}, out);
+    case ops::OpKind::LogSoftmax:
+      return append(at, OpKind::LogSoftmax, {in[0]}, {AttrValue::integer("dim", lop.axis)}, out);
+    case ops::OpKind::RmsNorm: {
       std::vector<AttrValue> attrs{AttrValue::real("eps", lop.eps)};
       return append_multi(at, OpKind::RmsNorm, in, attrs, std::span<const ir::Layout>(&out, 1)).front();
     }
-    case OpType::BatchNorm: {
+    case ops::OpKind::BatchNorm: {
       // SyncBN: per-channel sums, all-reduced where the batch (or a spatial
       // dim) is split, normalize with the global statistics.
       ir::Layout x_layout = input_layout(op, 0);
@@ -151,13 +152,14 @@ ir::ValueId Lowering::emit_forward_op(const Emit& at, int32_t op, const std::vec
       return append(at, OpKind::BatchNormApply, {in[0], sum, sumsq, in[1], in[2]},
                     {AttrValue::integer("count", batchnorm_count(*this, op)), AttrValue::real("eps", lop.eps)}, out);
     }
-    case OpType::Sum: return append(at, OpKind::Sum, {in[0]}, {AttrValue::ints("dims", to_ints(lop.axes))}, out);
-    case OpType::Mean: {
+    case ops::OpKind::Sum: return append(at, OpKind::Sum, {in[0]}, {AttrValue::ints("dims", to_ints(lop.axes))}, out);
+    case ops::OpKind::Mean: {
       ir::ValueId sum = append(at, OpKind::Sum, {in[0]}, {AttrValue::ints("dims", to_ints(lop.axes))}, out);
       return append(at, OpKind::Scale, {sum}, {AttrValue::real("factor", 1.0 / mean_count(graph, lop))}, out);
     }
-    case OpType::Max: return append(at, OpKind::ReduceMax, {in[0]}, {AttrValue::ints("dims", to_ints(lop.axes))}, out);
-    case OpType::MseLoss: {
+    case ops::OpKind::Max:
+      return append(at, OpKind::ReduceMax, {in[0]}, {AttrValue::ints("dims", to_ints(lop.axes))}, out);
+    case ops::OpKind::MseLoss: {
       // Summed squared difference (in f32), then 1/N over the global batch.
       ir::Layout x_layout = input_layout(op, 0);
       ir::ValueId diff = append(at, OpKind::Sub, {in[0], in[1]}, {}, x_layout);
@@ -169,23 +171,23 @@ ir::ValueId Lowering::emit_forward_op(const Emit& at, int32_t op, const std::vec
       ir::ValueId sum = append(at, OpKind::Sum, {squared}, {AttrValue::ints("dims", all)}, out);
       return append(at, OpKind::Scale, {sum}, {AttrValue::real("factor", 1.0 / loss_normalizer(graph, lop))}, out);
     }
-    case OpType::Conv2d:
+    case ops::OpKind::Conv2d:
       return append(at, OpKind::Conv2d, {in[0], in[1]},
                     {AttrValue::ints("stride", pair(lop.stride)), AttrValue::ints("padding", pair(lop.padding))}, out);
-    case OpType::MaxPool2d:
-    case OpType::AvgPool2d:
-      return append(at, lop.type == OpType::MaxPool2d ? OpKind::MaxPool2d : OpKind::AvgPool2d, {in[0]},
+    case ops::OpKind::MaxPool2d:
+    case ops::OpKind::AvgPool2d:
+      return append(at, lop.type == ops::OpKind::MaxPool2d ? OpKind::MaxPool2d : OpKind::AvgPool2d, {in[0]},
                     {AttrValue::ints("kernel", pair(lop.kernel)), AttrValue::ints("stride", pair(lop.stride)),
                      AttrValue::ints("padding", pair(lop.padding))},
                     out);
-    case OpType::Concat: {
+    case ops::OpKind::Concat: {
       std::vector<AttrValue> attrs{AttrValue::integer("dim", lop.axis)};
       return append_multi(at, OpKind::Concat, in, attrs, std::span<const ir::Layout>(&out, 1)).front();
     }
-    case OpType::Softmax: return append(at, OpKind::Softmax, {in[0]}, {AttrValue::integer("dim", lop.axis)}, out);
-    case OpType::LayerNorm:
+    case ops::OpKind::Softmax: return append(at, OpKind::Softmax, {in[0]}, {AttrValue::integer("dim", lop.axis)}, out);
+    case ops::OpKind::LayerNorm:
       return append(at, OpKind::LayerNorm, {in[0], in[1], in[2]}, {AttrValue::real("eps", lop.eps)}, out);
-    case OpType::Dropout: {
+    case ops::OpKind::Dropout: {
       std::vector<ir::ValueId> operands{in[0]};
       std::vector<AttrValue> attrs{AttrValue::real("p", lop.p), AttrValue::integer("seed", op)};
       ir::Layout mask = out;
@@ -194,22 +196,22 @@ ir::ValueId Lowering::emit_forward_op(const Emit& at, int32_t op, const std::vec
       save_extras(op, at.micro_batch, {r[1]});
       return r[0];
     }
-    case OpType::Embedding: {
+    case ops::OpKind::Embedding: {
       int axis = vocab_split_axis(op);
       return append(at, OpKind::Embedding, {in[0], in[1]}, {AttrValue::integer("offset_axis", axis)}, out);
     }
-    case OpType::CrossEntropy: {
+    case ops::OpKind::CrossEntropy: {
       ir::ValueId sum = append(at, OpKind::CrossEntropy, {in[0], in[1]}, {AttrValue::string("reduction", "sum")}, out);
       return append(at, OpKind::Scale, {sum}, {AttrValue::real("factor", 1.0 / loss_normalizer(graph, lop))}, out);
     }
-    case OpType::Attention:
+    case ops::OpKind::Attention:
       return append(at, OpKind::Attention, {in[0], in[1], in[2]}, {AttrValue::boolean("causal", lop.causal)}, out);
-    case OpType::Reshape: {
+    case ops::OpKind::Reshape: {
       ir::TensorType shape = local_type(lop.output, out, type_of(in[0]).dtype);
       std::vector<int64_t> dims(shape.shape().begin(), shape.shape().end());
       return append(at, OpKind::Reshape, {in[0]}, {AttrValue::ints("shape", dims)}, out);
     }
-    case OpType::Select: {
+    case ops::OpKind::Select: {
       ir::Layout in_layout = input_layout(op, 0);
       ir::ValueId picked = append(at, OpKind::Slice, {in[0]},
                                   {AttrValue::integer("dim", lop.axis), AttrValue::integer("start", lop.index),
@@ -219,8 +221,11 @@ ir::ValueId Lowering::emit_forward_op(const Emit& at, int32_t op, const std::vec
       std::vector<int64_t> dims(shape.shape().begin(), shape.shape().end());
       return append(at, OpKind::Reshape, {picked}, {AttrValue::ints("shape", dims)}, out);
     }
+    case ops::OpKind::Matmul:  // the logical graph builder rewrites these three
+    case ops::OpKind::Identity:
+    case ops::OpKind::GlobalAvgPool: break;
   }
-  throw std::logic_error(fmt::format("no forward lowering for {}", op_type_name(lop.type)));
+  throw std::logic_error(fmt::format("no forward lowering for {}", ops::op_name(lop.type)));
 }
 
 std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t op,
@@ -262,7 +267,7 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
   };
 
   switch (lop.type) {
-    case OpType::Einsum: {
+    case ops::OpKind::Einsum: {
       const EinsumSpecs& specs = einsum_specs(op);
       if (lop.inputs.size() == 1) {
         if (wanted(0))
@@ -280,18 +285,18 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
       }
       break;
     }
-    case OpType::Add:
+    case ops::OpKind::Add:
       if (wanted(0)) give(0, g);
       if (wanted(1)) give(1, unbroadcast(1, g));
       break;
-    case OpType::Sub:
+    case ops::OpKind::Sub:
       if (wanted(0)) give(0, g);
       if (wanted(1)) {
         ir::ValueId neg = append(emit_at(1), OpKind::Scale, {g}, {AttrValue::real("factor", -1.0)}, g_layout);
         give(1, unbroadcast(1, neg));
       }
       break;
-    case OpType::Mul:
+    case ops::OpKind::Mul:
       if (wanted(0)) give(0, append(emit_at(0), OpKind::Mul, {g, in(1)}, {}, grad_layout_of(0)));
       if (wanted(1)) {
         ir::ValueId prod =
@@ -299,7 +304,7 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
         give(1, unbroadcast(1, prod));
       }
       break;
-    case OpType::Div:
+    case ops::OpKind::Div:
       // y = a / b: da = g / b, db = -(g y) / b summed over b's broadcast.
       if (wanted(0)) give(0, append(emit_at(0), OpKind::Div, {g, in(1)}, {}, grad_layout_of(0)));
       if (wanted(1)) {
@@ -310,7 +315,7 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
         give(1, unbroadcast(1, append(e, OpKind::Scale, {q}, {AttrValue::real("factor", -1.0)}, l)));
       }
       break;
-    case OpType::Maximum:
+    case ops::OpKind::Maximum:
       if (wanted(0) || wanted(1)) {
         std::vector<ir::ValueId> operands{g, in(0), in(1)};
         std::vector<ir::Layout> layouts{grad_layout_of(0), g_layout};
@@ -320,33 +325,33 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
         if (wanted(1)) give(1, unbroadcast(1, r[1]));
       }
       break;
-    case OpType::Tanh:
-    case OpType::Sigmoid:
+    case ops::OpKind::Tanh:
+    case ops::OpKind::Sigmoid:
       if (wanted(0)) {
-        give(0, append(emit_at(0), lop.type == OpType::Tanh ? OpKind::TanhGrad : OpKind::SigmoidGrad, {g, y}, {},
+        give(0, append(emit_at(0), lop.type == ops::OpKind::Tanh ? OpKind::TanhGrad : OpKind::SigmoidGrad, {g, y}, {},
                        grad_layout_of(0)));
       }
       break;
-    case OpType::Exp:
+    case ops::OpKind::Exp:
       if (wanted(0)) give(0, append(emit_at(0), OpKind::Mul, {g, y}, {}, grad_layout_of(0)));
       break;
-    case OpType::Sqrt:
+    case ops::OpKind::Sqrt:
       if (wanted(0)) {
         ir::ValueId q = append(emit_at(0), OpKind::Div, {g, y}, {}, grad_layout_of(0));
         give(0, append(emit_at(0), OpKind::Scale, {q}, {AttrValue::real("factor", 0.5)}, grad_layout_of(0)));
       }
       break;
-    case OpType::Scale:
+    case ops::OpKind::Scale:
       if (wanted(0))
         give(0, append(emit_at(0), OpKind::Scale, {g}, {AttrValue::real("factor", lop.factor)}, grad_layout_of(0)));
       break;
-    case OpType::LogSoftmax:
+    case ops::OpKind::LogSoftmax:
       if (wanted(0)) {
         give(0, append(emit_at(0), OpKind::LogSoftmaxGrad, {g, y}, {AttrValue::integer("dim", lop.axis)},
                        grad_layout_of(0)));
       }
       break;
-    case OpType::RmsNorm:
+    case ops::OpKind::RmsNorm:
       if (wanted(0)) {
         std::vector<ir::ValueId> operands{g, in(0)};
         if (lop.inputs.size() > 1) operands.push_back(in(1));
@@ -359,7 +364,7 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
                        grad_layout_of(1)));
       }
       break;
-    case OpType::BatchNorm:
+    case ops::OpKind::BatchNorm:
       if (wanted(0) || wanted(1) || wanted(2)) {
         // dgamma = Σ dy·x̂ and dbeta = Σ dy are partial where x is split
         // along a non-channel dim; dx needs them summed (SyncBN backward).
@@ -386,17 +391,17 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
         }
       }
       break;
-    case OpType::Sum:
-    case OpType::Mean:
+    case ops::OpKind::Sum:
+    case ops::OpKind::Mean:
       if (wanted(0)) {
         Emit e = emit_at(0);
         ir::ValueId grad = g;
-        if (lop.type == OpType::Mean)
+        if (lop.type == ops::OpKind::Mean)
           grad = append(e, OpKind::Scale, {g}, {AttrValue::real("factor", 1.0 / mean_count(graph, lop))}, g_layout);
         give(0, expand(e, grad, 0, lop.axes));
       }
       break;
-    case OpType::Max:
+    case ops::OpKind::Max:
       if (wanted(0)) {
         // Each part compares with the global maximum; ties all get dy.
         Emit comm = emit_at(0);
@@ -410,7 +415,7 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
                        grad_layout_of(0)));
       }
       break;
-    case OpType::MseLoss:
+    case ops::OpKind::MseLoss:
       if (wanted(0) || wanted(1)) {
         // d/dprediction of Σ(p - t)² / N is 2 (p - t) g / N.
         Emit e = emit_at(wanted(0) ? 0 : 1);
@@ -428,7 +433,7 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
           give(1, append(emit_at(1), OpKind::Scale, {dpred}, {AttrValue::real("factor", -1.0)}, grad_layout_of(1)));
       }
       break;
-    case OpType::Conv2d: {
+    case ops::OpKind::Conv2d: {
       std::vector<ir::ValueId> operands;
       const std::vector<int64_t> stride = pair(lop.stride), padding = pair(lop.padding);
       std::vector<AttrValue> attrs{AttrValue::ints("stride", stride), AttrValue::ints("padding", padding)};
@@ -444,17 +449,17 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
       }
       break;
     }
-    case OpType::MaxPool2d:
-    case OpType::AvgPool2d:
+    case ops::OpKind::MaxPool2d:
+    case ops::OpKind::AvgPool2d:
       if (wanted(0)) {
-        give(0, append(emit_at(0), lop.type == OpType::MaxPool2d ? OpKind::MaxPool2dGrad : OpKind::AvgPool2dGrad,
+        give(0, append(emit_at(0), lop.type == ops::OpKind::MaxPool2d ? OpKind::MaxPool2dGrad : OpKind::AvgPool2dGrad,
                        {g, in(0)},
                        {AttrValue::ints("kernel", pair(lop.kernel)), AttrValue::ints("stride", pair(lop.stride)),
                         AttrValue::ints("padding", pair(lop.padding))},
                        grad_layout_of(0)));
       }
       break;
-    case OpType::Concat: {
+    case ops::OpKind::Concat: {
       // Each input's gradient is its slice of g.
       int64_t start = 0;
       for (size_t i = 0; i < lop.inputs.size(); ++i) {
@@ -469,19 +474,19 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
       }
       break;
     }
-    case OpType::Gelu:
+    case ops::OpKind::Gelu:
       if (wanted(0)) give(0, append(emit_at(0), OpKind::GeluGrad, {g, in(0)}, {}, grad_layout_of(0)));
       break;
-    case OpType::Relu:
+    case ops::OpKind::Relu:
       if (wanted(0)) give(0, append(emit_at(0), OpKind::ReluGrad, {g, in(0)}, {}, grad_layout_of(0)));
       break;
-    case OpType::Softmax:
+    case ops::OpKind::Softmax:
       if (wanted(0)) {
         give(0,
              append(emit_at(0), OpKind::SoftmaxGrad, {g, y}, {AttrValue::integer("dim", lop.axis)}, grad_layout_of(0)));
       }
       break;
-    case OpType::LayerNorm:
+    case ops::OpKind::LayerNorm:
       if (wanted(0)) {
         give(0, append(emit_at(0), OpKind::LayerNormGrad, {g, in(0), in(1)}, {AttrValue::real("eps", lop.eps)},
                        grad_layout_of(0)));
@@ -495,13 +500,13 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
         if (wanted(2)) give(2, r[1]);
       }
       break;
-    case OpType::Dropout:
+    case ops::OpKind::Dropout:
       if (wanted(0)) {
         ir::ValueId mask = saved_extras(op, at.micro_batch).front();
         give(0, append(emit_at(0), OpKind::DropoutGrad, {g, mask}, {AttrValue::real("p", lop.p)}, grad_layout_of(0)));
       }
       break;
-    case OpType::Embedding:
+    case ops::OpKind::Embedding:
       if (wanted(0)) {
         int64_t vocab = type_of(in(0)).dim(0);
         give(0, append(emit_at(0), OpKind::EmbeddingGrad, {g, in(1)},
@@ -509,7 +514,7 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
                        grad_layout_of(0)));
       }
       break;
-    case OpType::CrossEntropy:
+    case ops::OpKind::CrossEntropy:
       if (wanted(0)) {
         Emit e = emit_at(0);
         ir::ValueId scaled =
@@ -519,14 +524,14 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
                        grad_layout_of(0)));
       }
       break;
-    case OpType::Reshape:
+    case ops::OpKind::Reshape:
       if (wanted(0)) {
         ir::TensorType shape = local_type(lop.inputs[0].tensor, input_layout(op, 0), type_of(g).dtype);
         std::vector<int64_t> dims(shape.shape().begin(), shape.shape().end());
         give(0, append(emit_at(0), OpKind::Reshape, {g}, {AttrValue::ints("shape", dims)}, grad_layout_of(0)));
       }
       break;
-    case OpType::Select:
+    case ops::OpKind::Select:
       if (wanted(0)) {
         // The gradient goes back to its index; the other indexes get zeros.
         Emit e = emit_at(0);
@@ -555,7 +560,7 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
         }
       }
       break;
-    case OpType::Attention:
+    case ops::OpKind::Attention:
       if (wanted(0) || wanted(1) || wanted(2)) {
         std::vector<ir::ValueId> operands{g, in(0), in(1), in(2)};
         std::vector<AttrValue> attrs{AttrValue::boolean("causal", lop.causal)};
@@ -565,6 +570,10 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
           if (wanted(i)) give(i, r[i]);
       }
       break;
+    case ops::OpKind::Matmul:  // the logical graph builder rewrites these three
+    case ops::OpKind::Identity:
+    case ops::OpKind::GlobalAvgPool:
+      throw std::logic_error(fmt::format("no backward rule for {}", ops::op_name(lop.type)));
   }
   return result;
 }

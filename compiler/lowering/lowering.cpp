@@ -101,8 +101,8 @@ int64_t input_values(const LogicalGraph& graph, int32_t tensor) {
   for (const LogicalOp& op : graph.ops) {
     if (op.inputs.size() < 2 || op.inputs[1].tensor != tensor) continue;
     const Tensor& first = graph.tensors[op.inputs[0].tensor];
-    if (op.type == OpType::Embedding && !first.dims.empty()) return first.dims[0].size;
-    if (op.type == OpType::CrossEntropy && !first.dims.empty()) return first.dims.back().size;
+    if (op.type == ops::OpKind::Embedding && !first.dims.empty()) return first.dims[0].size;
+    if (op.type == ops::OpKind::CrossEntropy && !first.dims.empty()) return first.dims.back().size;
   }
   return 2;
 }

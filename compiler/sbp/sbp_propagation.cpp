@@ -43,7 +43,7 @@ struct Propagator {
     }
     key += '|';
     for (const std::string& d : op.output_dims) key += d, key += ',';
-    if (op.type == OpType::Reshape) {
+    if (op.type == ops::OpKind::Reshape) {
       for (int32_t t : {op.inputs[0].tensor, op.output}) {
         key += '#';
         for (const auto& d : graph.tensors[t].dims) key += std::to_string(d.size), key += ',';
@@ -188,7 +188,7 @@ struct Propagator {
                 .error(diag::kComputeConfigInvalid, config->where,
                        fmt::format("{} on mesh axis '{}' cannot apply: {}", to_string(*config->axes[a]),
                                    spec.mesh.axes()[a].name, why_not))
-                .note(op.where, fmt::format("the {} op is here", op_type_name(op.type)));
+                .note(op.where, fmt::format("the {} op is here", ops::op_name(op.type)));
           }
           continue;
         }
@@ -199,7 +199,7 @@ struct Propagator {
                        fmt::format("{} on mesh axis '{}' splits {}, which {} devices do not divide",
                                    to_string(*config->axes[a]), spec.mesh.axes()[a].name, *problem,
                                    spec.mesh.axes()[a].size))
-                .note(op.where, fmt::format("first in this {} op", op_type_name(op.type)));
+                .note(op.where, fmt::format("first in this {} op", ops::op_name(op.type)));
           }
           continue;
         }

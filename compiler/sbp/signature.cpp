@@ -86,21 +86,21 @@ std::optional<AxisSignature> reshape_split(const LogicalGraph& g, const LogicalO
   return std::nullopt;
 }
 
-bool is_elementwise(OpType t) {
+bool is_elementwise(ops::OpKind t) {
   switch (t) {
-    case OpType::Add:
-    case OpType::Sub:
-    case OpType::Mul:
-    case OpType::Div:
-    case OpType::Maximum:
-    case OpType::Gelu:
-    case OpType::Relu:
-    case OpType::Tanh:
-    case OpType::Sigmoid:
-    case OpType::Exp:
-    case OpType::Sqrt:
-    case OpType::Scale:
-    case OpType::Dropout: return true;
+    case ops::OpKind::Add:
+    case ops::OpKind::Sub:
+    case ops::OpKind::Mul:
+    case ops::OpKind::Div:
+    case ops::OpKind::Maximum:
+    case ops::OpKind::Gelu:
+    case ops::OpKind::Relu:
+    case ops::OpKind::Tanh:
+    case ops::OpKind::Sigmoid:
+    case ops::OpKind::Exp:
+    case ops::OpKind::Sqrt:
+    case ops::OpKind::Scale:
+    case ops::OpKind::Dropout: return true;
     default: return false;
   }
 }
@@ -111,7 +111,7 @@ std::optional<AxisSignature> split_unless(const LogicalOp& op, const std::string
   int a = axis_of(op.inputs[0].dims, dim);
   for (int refused : axes) {
     if (a == refused) {
-      why_not = fmt::format("{} {} '{}', which it cannot split", op_type_name(op.type), what, dim);
+      why_not = fmt::format("{} {} '{}', which it cannot split", ops::op_name(op.type), what, dim);
       return std::nullopt;
     }
   }
@@ -148,7 +148,7 @@ std::string to_string(const AxisCompute& c) {
 
 std::optional<AxisSignature> signature_for(const LogicalGraph& graph, const LogicalOp& op, const AxisCompute& choice,
                                            std::string& why_not) {
-  const std::string_view name = op_type_name(op.type);
+  const std::string_view name = ops::op_name(op.type);
   AxisSignature sig;
   if (choice.kind == AxisCompute::Broadcast) {
     sig.inputs.assign(op.inputs.size(), kBroadcast);
@@ -160,23 +160,23 @@ std::optional<AxisSignature> signature_for(const LogicalGraph& graph, const Logi
   if (choice.kind == AxisCompute::Partial) {
     // Linear in the first input: it arrives partial, the rest replicated.
     switch (op.type) {
-      case OpType::Einsum:
-      case OpType::Mul:
-      case OpType::Div:
-      case OpType::Scale:
-      case OpType::Dropout:
-      case OpType::Reshape:
-      case OpType::Select:
-      case OpType::Sum:
-      case OpType::Mean:
-      case OpType::Conv2d:
-      case OpType::AvgPool2d:
+      case ops::OpKind::Einsum:
+      case ops::OpKind::Mul:
+      case ops::OpKind::Div:
+      case ops::OpKind::Scale:
+      case ops::OpKind::Dropout:
+      case ops::OpKind::Reshape:
+      case ops::OpKind::Select:
+      case ops::OpKind::Sum:
+      case ops::OpKind::Mean:
+      case ops::OpKind::Conv2d:
+      case ops::OpKind::AvgPool2d:
         sig.inputs.assign(op.inputs.size(), kBroadcast);
         sig.inputs[0] = kPartial;
         break;
-      case OpType::Add:
-      case OpType::Sub:
-      case OpType::Concat: sig.inputs.assign(op.inputs.size(), kPartial); break;
+      case ops::OpKind::Add:
+      case ops::OpKind::Sub:
+      case ops::OpKind::Concat: sig.inputs.assign(op.inputs.size(), kPartial); break;
       default:
         why_not = fmt::format("{} is not linear in its input, so it cannot take a partial input", name);
         return std::nullopt;
@@ -193,28 +193,28 @@ std::optional<AxisSignature> signature_for(const LogicalGraph& graph, const Logi
   }
   const std::vector<std::string>& x = op.inputs[0].dims;
   switch (op.type) {
-    case OpType::Einsum: sig = split_by_name(op, dim); break;
-    case OpType::Softmax:
+    case ops::OpKind::Einsum: sig = split_by_name(op, dim); break;
+    case ops::OpKind::Softmax:
       if (axis_of(x, dim) == op.axis) {
         why_not = fmt::format("softmax normalizes over '{}', which it cannot split", dim);
         return std::nullopt;
       }
       sig = split_by_name(op, dim);
       break;
-    case OpType::LayerNorm:
+    case ops::OpKind::LayerNorm:
       if (axis_of(x, dim) == static_cast<int>(x.size()) - 1) {
         why_not = fmt::format("layernorm normalizes over '{}', which it cannot split", dim);
         return std::nullopt;
       }
       sig = split_by_name(op, dim);
       break;
-    case OpType::Embedding: {
+    case ops::OpKind::Embedding: {
       // (table[v, h], ids): splitting v gives each device a vocabulary shard
       // whose lookups are partial sums; splitting h or an ids dim is a split.
       sig = split_by_name(op, dim);
       break;
     }
-    case OpType::CrossEntropy: {
+    case ops::OpKind::CrossEntropy: {
       const std::vector<std::string>& logits = op.inputs[0].dims;
       if (axis_of(logits, dim) == static_cast<int>(logits.size()) - 1) {
         why_not = fmt::format("cross_entropy needs all of the class dim '{}' on each device", dim);
@@ -223,43 +223,43 @@ std::optional<AxisSignature> signature_for(const LogicalGraph& graph, const Logi
       sig = split_by_name(op, dim);
       break;
     }
-    case OpType::Reshape: {
+    case ops::OpKind::Reshape: {
       auto r = reshape_split(graph, op, dim, why_not);
       if (!r) return std::nullopt;
       sig = *r;
       break;
     }
-    case OpType::Select:
+    case ops::OpKind::Select:
       if (axis_of(x, dim) == op.axis) {
         why_not = fmt::format("select picks one index of '{}', which it cannot split", dim);
         return std::nullopt;
       }
       sig = split_by_name(op, dim);
       break;
-    case OpType::LogSoftmax: {
+    case ops::OpKind::LogSoftmax: {
       auto r = split_unless(op, dim, {op.axis}, "normalizes over", why_not);
       if (!r) return std::nullopt;
       sig = *r;
       break;
     }
-    case OpType::RmsNorm: {
+    case ops::OpKind::RmsNorm: {
       auto r = split_unless(op, dim, {static_cast<int>(x.size()) - 1}, "normalizes over", why_not);
       if (!r) return std::nullopt;
       sig = *r;
       break;
     }
-    case OpType::BatchNorm:
+    case ops::OpKind::BatchNorm:
       // Channels split: per-channel statistics stay local. Any other dim:
       // the statistics are partial sums, all-reduced (SyncBN).
-    case OpType::Sum:
-    case OpType::Mean:
-    case OpType::MseLoss: sig = split_by_name(op, dim); break;
-    case OpType::Max:
+    case ops::OpKind::Sum:
+    case ops::OpKind::Mean:
+    case ops::OpKind::MseLoss: sig = split_by_name(op, dim); break;
+    case ops::OpKind::Max:
       // Splitting the reduced dim leaves each device a partial maximum.
       sig = split_by_name(op, dim);
       if (sig.output.kind == ir::Sbp::PartialSum) sig.output = {ir::Sbp::PartialMax, 0};
       break;
-    case OpType::Conv2d: {
+    case ops::OpKind::Conv2d: {
       // x[n, c, h, w], w[o, c, kh, kw]: n and o split the output, c makes it
       // partial; the spatial dims and the kernel's are windows.
       if (int a = axis_of(op.inputs[1].dims, dim); a >= 2) {
@@ -271,20 +271,20 @@ std::optional<AxisSignature> signature_for(const LogicalGraph& graph, const Logi
       sig = *r;
       break;
     }
-    case OpType::MaxPool2d:
-    case OpType::AvgPool2d: {
+    case ops::OpKind::MaxPool2d:
+    case ops::OpKind::AvgPool2d: {
       auto r = split_unless(op, dim, {2, 3}, "slides its window over", why_not);
       if (!r) return std::nullopt;
       sig = *r;
       break;
     }
-    case OpType::Concat: {
+    case ops::OpKind::Concat: {
       auto r = split_unless(op, dim, {op.axis}, "joins its inputs along", why_not);
       if (!r) return std::nullopt;
       sig = *r;
       break;
     }
-    case OpType::Attention: {
+    case ops::OpKind::Attention: {
       int a = axis_of(x, dim);
       if (a != 0 && a != 1) {
         why_not = fmt::format("attention can split only its batch and head dims, not '{}'", dim);

@@ -35,7 +35,7 @@ int32_t add_op(ModelBuilder& m, int32_t node, LogicalOp op, std::vector<Dim> out
   return op.output;
 }
 
-LogicalOp make(OpType type, std::vector<Operand> inputs) {
+LogicalOp make(ops::OpKind type, std::vector<Operand> inputs) {
   LogicalOp op;
   op.type = type;
   op.inputs = std::move(inputs);
@@ -80,30 +80,30 @@ ConvNet make_convnet(int64_t batch, int64_t channels, int64_t out_channels, int6
   m.graph.tensors[labels].batch_axis = 0;
   net.conv = m.node(0, "conv", "Conv2d");
   int32_t w = m.param(net.conv, "weight", {{"o", out_channels}, {"c", channels}, {"kh", 3}, {"kw", 3}});
-  LogicalOp conv = make(OpType::Conv2d, {{x, {"b", "c", "h", "w"}}, {w, {"o", "c", "kh", "kw"}}});
+  LogicalOp conv = make(ops::OpKind::Conv2d, {{x, {"b", "c", "h", "w"}}, {w, {"o", "c", "kh", "kw"}}});
   conv.padding = 1;
   int32_t y = add_op(m, net.conv, conv, {{"b", batch}, {"o", out_channels}, {"h", size}, {"w", size}});
   net.bn = m.node(0, "bn", "BatchNorm");
   int32_t gamma = m.param(net.bn, "gamma", {{"o", out_channels}});
   int32_t beta = m.param(net.bn, "beta", {{"o", out_channels}});
-  y = add_op(m, net.bn, make(OpType::BatchNorm, {{y, {"b", "o", "h", "w"}}, {gamma, {"o"}}, {beta, {"o"}}}),
+  y = add_op(m, net.bn, make(ops::OpKind::BatchNorm, {{y, {"b", "o", "h", "w"}}, {gamma, {"o"}}, {beta, {"o"}}}),
              {{"b", batch}, {"o", out_channels}, {"h", size}, {"w", size}});
   int32_t act = m.node(0, "act", "ReLU");
-  y = add_op(m, act, make(OpType::Relu, {{y, {"b", "o", "h", "w"}}}),
+  y = add_op(m, act, make(ops::OpKind::Relu, {{y, {"b", "o", "h", "w"}}}),
              {{"b", batch}, {"o", out_channels}, {"h", size}, {"w", size}});
   net.pool = m.node(0, "pool", "MaxPool");
-  LogicalOp pool = make(OpType::MaxPool2d, {{y, {"b", "o", "h", "w"}}});
+  LogicalOp pool = make(ops::OpKind::MaxPool2d, {{y, {"b", "o", "h", "w"}}});
   pool.kernel = pool.stride = 2;
   y = add_op(m, net.pool, pool, {{"b", batch}, {"o", out_channels}, {"h", size / 2}, {"w", size / 2}});
   net.gap = m.node(0, "gap", "GlobalAvgPool");
-  LogicalOp gap = make(OpType::Mean, {{y, {"b", "o", "h", "w"}}});
+  LogicalOp gap = make(ops::OpKind::Mean, {{y, {"b", "o", "h", "w"}}});
   gap.axes = {2, 3};
   y = add_op(m, net.gap, gap, {{"b", batch}, {"o", out_channels}});
   net.fc = m.node(0, "fc", "Linear");
   int32_t wf = m.param(net.fc, "weight", {{"k", classes}, {"o", out_channels}});
-  y = add_op(m, net.fc, make(OpType::Einsum, {{y, {"b", "o"}}, {wf, {"k", "o"}}}), {{"b", batch}, {"k", classes}});
+  y = add_op(m, net.fc, make(ops::OpKind::Einsum, {{y, {"b", "o"}}, {wf, {"k", "o"}}}), {{"b", batch}, {"k", classes}});
   int32_t loss = m.node(0, "loss", "CrossEntropy");
-  m.graph.loss = add_op(m, loss, make(OpType::CrossEntropy, {{y, {"b", "k"}}, {labels, {"b"}}}), {});
+  m.graph.loss = add_op(m, loss, make(ops::OpKind::CrossEntropy, {{y, {"b", "k"}}, {labels, {"b"}}}), {});
   m.graph.infer_batch_axes();
   net.graph = std::move(m.graph);
   return net;
@@ -195,7 +195,7 @@ struct Reduction {
   int32_t fc = -1, reduce = -1, loss = -1;
 };
 
-Reduction make_reduction(OpType type, int64_t batch, int64_t hidden, int64_t k) {
+Reduction make_reduction(ops::OpKind type, int64_t batch, int64_t hidden, int64_t k) {
   ModelBuilder m;
   Reduction r;
   int32_t x = m.input("x", {{"b", batch}, {"h", hidden}});
@@ -204,20 +204,20 @@ Reduction make_reduction(OpType type, int64_t batch, int64_t hidden, int64_t k) 
   m.graph.tensors[target].batch_axis = 0;
   r.fc = m.node(0, "fc", "Linear");
   int32_t w = m.param(r.fc, "weight", {{"k", k}, {"h", hidden}});
-  int32_t y = add_op(m, r.fc, make(OpType::Einsum, {{x, {"b", "h"}}, {w, {"k", "h"}}}), {{"b", batch}, {"k", k}});
+  int32_t y = add_op(m, r.fc, make(ops::OpKind::Einsum, {{x, {"b", "h"}}, {w, {"k", "h"}}}), {{"b", batch}, {"k", k}});
   r.reduce = m.node(0, "reduce", "Reduce");
   LogicalOp reduce = make(type, {{y, {"b", "k"}}});
   reduce.axes = {1};
   y = add_op(m, r.reduce, reduce, {{"b", batch}});
   r.loss = m.node(0, "loss", "MSELoss");
-  m.graph.loss = add_op(m, r.loss, make(OpType::MseLoss, {{y, {"b"}}, {target, {"b"}}}), {});
+  m.graph.loss = add_op(m, r.loss, make(ops::OpKind::MseLoss, {{y, {"b"}}, {target, {"b"}}}), {});
   m.graph.infer_batch_axes();
   r.graph = std::move(m.graph);
   return r;
 }
 
 TEST(OpsLowering, MaxOverASplitDimIsPartialMaxAllReducedWithMax) {
-  Reduction r = make_reduction(OpType::Max, 4, 8, 6);
+  Reduction r = make_reduction(ops::OpKind::Max, 4, 8, 6);
   StrategySpec spec = make_spec(r.graph, {{"tp", 2}}, 4);
   set_compute(spec, r.fc, 0, S("k"));
   set_compute(spec, r.reduce, 0, S("k"));
@@ -238,7 +238,7 @@ TEST(OpsLowering, MaxOverASplitDimIsPartialMaxAllReducedWithMax) {
 }
 
 TEST(OpsLowering, SumOverASplitDimIsPartialSum) {
-  for (OpType type : {OpType::Sum, OpType::Mean}) {
+  for (ops::OpKind type : {ops::OpKind::Sum, ops::OpKind::Mean}) {
     Reduction r = make_reduction(type, 4, 8, 6);
     StrategySpec spec = make_spec(r.graph, {{"tp", 2}}, 4);
     set_compute(spec, r.fc, 0, S("k"));
@@ -254,7 +254,7 @@ TEST(OpsLowering, SumOverASplitDimIsPartialSum) {
 }
 
 TEST(OpsLowering, MseLossIsASumOverTheGlobalBatch) {
-  Reduction r = make_reduction(OpType::Sum, 8, 8, 6);
+  Reduction r = make_reduction(ops::OpKind::Sum, 8, 8, 6);
   StrategySpec spec = make_spec(r.graph, {{"dp", 2}}, 8, 2);
   set_default(spec, 0, S("b"));
   auto c = compile(r.graph, spec);
@@ -284,23 +284,23 @@ LogicalGraph make_chain(int64_t batch, int64_t hidden) {
   int32_t bias = m.param(layer, "bias", {{"o", hidden}});
   int32_t gamma = m.param(layer, "gamma", {{"o", hidden}});
   std::vector<Dim> bh{{"b", batch}, {"o", hidden}};
-  int32_t y = add_op(m, layer, make(OpType::Einsum, {{x, {"b", "h"}}, {w, {"o", "h"}}}), bh);
-  for (OpType t : {OpType::Tanh, OpType::Sigmoid, OpType::Exp, OpType::Sqrt})
+  int32_t y = add_op(m, layer, make(ops::OpKind::Einsum, {{x, {"b", "h"}}, {w, {"o", "h"}}}), bh);
+  for (ops::OpKind t : {ops::OpKind::Tanh, ops::OpKind::Sigmoid, ops::OpKind::Exp, ops::OpKind::Sqrt})
     y = add_op(m, layer, make(t, {{y, {"b", "o"}}}), bh);
-  LogicalOp scale = make(OpType::Scale, {{y, {"b", "o"}}});
+  LogicalOp scale = make(ops::OpKind::Scale, {{y, {"b", "o"}}});
   scale.factor = 3;
   y = add_op(m, layer, scale, bh);
-  for (OpType t : {OpType::Sub, OpType::Div, OpType::Maximum})
+  for (ops::OpKind t : {ops::OpKind::Sub, ops::OpKind::Div, ops::OpKind::Maximum})
     y = add_op(m, layer, make(t, {{y, {"b", "o"}}, {bias, {"o"}}}), bh);
-  y = add_op(m, layer, make(OpType::RmsNorm, {{y, {"b", "o"}}, {gamma, {"o"}}}), bh);
-  LogicalOp lsm = make(OpType::LogSoftmax, {{y, {"b", "o"}}});
+  y = add_op(m, layer, make(ops::OpKind::RmsNorm, {{y, {"b", "o"}}, {gamma, {"o"}}}), bh);
+  LogicalOp lsm = make(ops::OpKind::LogSoftmax, {{y, {"b", "o"}}});
   lsm.axis = 1;
   y = add_op(m, layer, lsm, bh);
-  LogicalOp cat = make(OpType::Concat, {{y, {"b", "o"}}, {y, {"b", "o"}}});
+  LogicalOp cat = make(ops::OpKind::Concat, {{y, {"b", "o"}}, {y, {"b", "o"}}});
   cat.axis = 1;
   y = add_op(m, layer, cat, {{"b", batch}, {"o", 2 * hidden}});
   int32_t loss = m.node(0, "loss", "MSELoss");
-  m.graph.loss = add_op(m, loss, make(OpType::MseLoss, {{y, {"b", "o"}}, {target, {"b", "o"}}}), {});
+  m.graph.loss = add_op(m, loss, make(ops::OpKind::MseLoss, {{y, {"b", "o"}}, {target, {"b", "o"}}}), {});
   m.graph.infer_batch_axes();
   return std::move(m.graph);
 }

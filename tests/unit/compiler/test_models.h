@@ -34,7 +34,7 @@ class ModelBuilder {
     return graph.add_tensor(t);
   }
   // An op whose output dims are named `out_dims` with sizes looked up from the inputs.
-  int32_t op(int32_t node, OpType type, std::vector<NamedOperand> inputs, std::vector<std::string> out_dims,
+  int32_t op(int32_t node, ops::OpKind type, std::vector<NamedOperand> inputs, std::vector<std::string> out_dims,
              const std::string& out_name = "y") {
     LogicalOp op;
     op.type = type;
@@ -43,7 +43,7 @@ class ModelBuilder {
     op.output_dims = out_dims;
     Tensor out{graph.nodes[node].path + "." + out_name, {}, ir::DType::F32, TensorKind::Activation, -1, node, -1, {}};
     for (const std::string& d : out_dims) out.dims.push_back({d, graph.op_dim_size(op, d)});
-    if (type == OpType::CrossEntropy) out.dims.clear();
+    if (type == ops::OpKind::CrossEntropy) out.dims.clear();
     op.output = graph.add_tensor(out);
     graph.add_op(op);
     return op.output;
@@ -78,15 +78,15 @@ inline Mlp make_mlp(int layers, int64_t batch, int64_t hidden, int64_t classes) 
     int32_t fc = m.node(layer, "fc", "Linear");
     mlp.fc_nodes.push_back(fc);
     int32_t w = m.param(fc, "weight", {{"o", hidden}, {"h", hidden}});
-    int32_t y = m.op(fc, OpType::Einsum, {{x, {"b", "h"}}, {w, {"o", "h"}}}, {"b", "o"});
+    int32_t y = m.op(fc, ops::OpKind::Einsum, {{x, {"b", "h"}}, {w, {"o", "h"}}}, {"b", "o"});
     int32_t act = m.node(layer, "act", "ReLU");
-    x = m.op(act, OpType::Relu, {{y, {"b", "o"}}}, {"b", "o"});
+    x = m.op(act, ops::OpKind::Relu, {{y, {"b", "o"}}}, {"b", "o"});
   }
   int32_t head = m.node(0, "head", "Linear");
   int32_t w = m.param(head, "weight", {{"c", classes}, {"h", hidden}});
-  int32_t logits = m.op(head, OpType::Einsum, {{x, {"b", "h"}}, {w, {"c", "h"}}}, {"b", "c"});
+  int32_t logits = m.op(head, ops::OpKind::Einsum, {{x, {"b", "h"}}, {w, {"c", "h"}}}, {"b", "c"});
   int32_t loss_node = m.node(0, "loss", "CrossEntropy");
-  m.graph.loss = m.op(loss_node, OpType::CrossEntropy, {{logits, {"b", "c"}}, {labels, {"b"}}}, {});
+  m.graph.loss = m.op(loss_node, ops::OpKind::CrossEntropy, {{logits, {"b", "c"}}, {labels, {"b"}}}, {});
   m.graph.infer_batch_axes();
   mlp.graph = std::move(m.graph);
   return mlp;
@@ -115,12 +115,12 @@ inline Gpt make_gpt(int layers, int64_t batch, int64_t seq, int64_t hidden, int6
   m.graph.tensors[labels].batch_axis = 0;
   gpt.embed = m.node(0, "embed", "Embedding");
   int32_t table = m.param(gpt.embed, "weight", {{"v", vocab}, {"h", hidden}});
-  int32_t x = m.op(gpt.embed, OpType::Embedding, {{table, {"v", "h"}}, {tokens, {"b", "s"}}}, {"b", "s", "h"});
+  int32_t x = m.op(gpt.embed, ops::OpKind::Embedding, {{table, {"v", "h"}}, {tokens, {"b", "s"}}}, {"b", "s", "h"});
   gpt.blocks_node = m.node(0, "blocks", "Repeat");
   auto layernorm = [&](int32_t node, int32_t in) {
     int32_t g = m.param(node, "gamma", {{"h", hidden}});
     int32_t beta = m.param(node, "beta", {{"h", hidden}});
-    return m.op(node, OpType::LayerNorm, {{in, {"b", "s", "h"}}, {g, {"h"}}, {beta, {"h"}}}, {"b", "s", "h"});
+    return m.op(node, ops::OpKind::LayerNorm, {{in, {"b", "s", "h"}}, {g, {"h"}}, {beta, {"h"}}}, {"b", "s", "h"});
   };
   for (int i = 0; i < layers; ++i) {
     Gpt::Block b{};
@@ -134,11 +134,11 @@ inline Gpt make_gpt(int layers, int64_t batch, int64_t seq, int64_t hidden, int6
     for (int j = 0; j < 3; ++j) {
       *nodes[j] = m.node(attn, names[j], "Linear");
       int32_t w = m.param(*nodes[j], "weight", {{"n", heads}, {"d", head_dim}, {"h", hidden}});
-      qkv[j] = m.op(*nodes[j], OpType::Einsum, {{a, {"b", "s", "h"}}, {w, {"n", "d", "h"}}}, {"b", "n", "s", "d"});
+      qkv[j] = m.op(*nodes[j], ops::OpKind::Einsum, {{a, {"b", "s", "h"}}, {w, {"n", "d", "h"}}}, {"b", "n", "s", "d"});
     }
     b.attn = m.node(attn, "core", "ScaledDotProduct");
     LogicalOp causal;
-    causal.type = OpType::Attention;
+    causal.type = ops::OpKind::Attention;
     causal.causal = true;
     int32_t o =
         m.op_with(b.attn, causal,
@@ -146,33 +146,33 @@ inline Gpt make_gpt(int layers, int64_t batch, int64_t seq, int64_t hidden, int6
                   {"b", "n", "s", "d"});
     b.proj = m.node(attn, "proj", "Linear");
     int32_t wo = m.param(b.proj, "weight", {{"h", hidden}, {"n", heads}, {"d", head_dim}});
-    int32_t y = m.op(b.proj, OpType::Einsum, {{o, {"b", "n", "s", "d"}}, {wo, {"h", "n", "d"}}}, {"b", "s", "h"});
+    int32_t y = m.op(b.proj, ops::OpKind::Einsum, {{o, {"b", "n", "s", "d"}}, {wo, {"h", "n", "d"}}}, {"b", "s", "h"});
     b.res1 = m.node(block, "res1", "Add");
-    x = m.op(b.res1, OpType::Add, {{x, {"b", "s", "h"}}, {y, {"b", "s", "h"}}}, {"b", "s", "h"});
+    x = m.op(b.res1, ops::OpKind::Add, {{x, {"b", "s", "h"}}, {y, {"b", "s", "h"}}}, {"b", "s", "h"});
     b.ln2 = m.node(block, "ln2", "LayerNorm");
     a = layernorm(b.ln2, x);
     int32_t mlp = m.node(block, "mlp", "MLP");
     b.fc1 = m.node(mlp, "fc1", "Linear");
     int32_t w1 = m.param(b.fc1, "weight", {{"f", 4 * hidden}, {"h", hidden}});
     int32_t bias1 = m.param(b.fc1, "bias", {{"f", 4 * hidden}});
-    int32_t f = m.op(b.fc1, OpType::Einsum, {{a, {"b", "s", "h"}}, {w1, {"f", "h"}}}, {"b", "s", "f"});
-    f = m.op(b.fc1, OpType::Add, {{f, {"b", "s", "f"}}, {bias1, {"f"}}}, {"b", "s", "f"}, "y_bias");
+    int32_t f = m.op(b.fc1, ops::OpKind::Einsum, {{a, {"b", "s", "h"}}, {w1, {"f", "h"}}}, {"b", "s", "f"});
+    f = m.op(b.fc1, ops::OpKind::Add, {{f, {"b", "s", "f"}}, {bias1, {"f"}}}, {"b", "s", "f"}, "y_bias");
     b.act = m.node(mlp, "act", "GELU");
-    f = m.op(b.act, OpType::Gelu, {{f, {"b", "s", "f"}}}, {"b", "s", "f"});
+    f = m.op(b.act, ops::OpKind::Gelu, {{f, {"b", "s", "f"}}}, {"b", "s", "f"});
     b.fc2 = m.node(mlp, "fc2", "Linear");
     int32_t w2 = m.param(b.fc2, "weight", {{"h", hidden}, {"f", 4 * hidden}});
-    y = m.op(b.fc2, OpType::Einsum, {{f, {"b", "s", "f"}}, {w2, {"h", "f"}}}, {"b", "s", "h"});
+    y = m.op(b.fc2, ops::OpKind::Einsum, {{f, {"b", "s", "f"}}, {w2, {"h", "f"}}}, {"b", "s", "h"});
     b.res2 = m.node(block, "res2", "Add");
-    x = m.op(b.res2, OpType::Add, {{x, {"b", "s", "h"}}, {y, {"b", "s", "h"}}}, {"b", "s", "h"});
+    x = m.op(b.res2, ops::OpKind::Add, {{x, {"b", "s", "h"}}, {y, {"b", "s", "h"}}}, {"b", "s", "h"});
     gpt.blocks.push_back(b);
   }
   int32_t lnf = m.node(0, "ln_f", "LayerNorm");
   x = layernorm(lnf, x);
   int32_t head = m.node(0, "head", "Linear");
   int32_t wh = m.param(head, "weight", {{"v", vocab}, {"h", hidden}});
-  int32_t logits = m.op(head, OpType::Einsum, {{x, {"b", "s", "h"}}, {wh, {"v", "h"}}}, {"b", "s", "v"});
+  int32_t logits = m.op(head, ops::OpKind::Einsum, {{x, {"b", "s", "h"}}, {wh, {"v", "h"}}}, {"b", "s", "v"});
   int32_t loss = m.node(0, "loss", "CrossEntropy");
-  m.graph.loss = m.op(loss, OpType::CrossEntropy, {{logits, {"b", "s", "v"}}, {labels, {"b", "s"}}}, {});
+  m.graph.loss = m.op(loss, ops::OpKind::CrossEntropy, {{logits, {"b", "s", "v"}}, {labels, {"b", "s"}}}, {});
   m.graph.infer_batch_axes();
   gpt.graph = std::move(m.graph);
   return gpt;

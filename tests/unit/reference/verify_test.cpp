@@ -98,9 +98,9 @@ TEST(Verify, PipelinedMlpMatches) {
 namespace dstc::reference {
 namespace {
 
-using compiler::OpType;
 using compiler::TensorKind;
 using compiler::testing::ModelBuilder;
+using ops::OpKind;
 
 // x[b, c, h] -> a linear over c -> batch norm over its output channels ->
 // ReLU -> a classifier over (o, h) -> cross-entropy.
@@ -112,17 +112,17 @@ LogicalGraph make_batchnorm_model(int64_t batch) {
   m.graph.tensors[labels].batch_axis = 0;
   int32_t fc = m.node(0, "fc", "Linear");
   int32_t w = m.param(fc, "weight", {{"o", 8}, {"c", 4}});
-  int32_t y = m.op(fc, OpType::Einsum, {{x, {"b", "c", "h"}}, {w, {"o", "c"}}}, {"b", "o", "h"});
+  int32_t y = m.op(fc, ops::OpKind::Einsum, {{x, {"b", "c", "h"}}, {w, {"o", "c"}}}, {"b", "o", "h"});
   int32_t bn = m.node(0, "bn", "BatchNorm");
   int32_t gamma = m.param(bn, "gamma", {{"o", 8}}), beta = m.param(bn, "beta", {{"o", 8}});
-  int32_t z = m.op(bn, OpType::BatchNorm, {{y, {"b", "o", "h"}}, {gamma, {"o"}}, {beta, {"o"}}}, {"b", "o", "h"});
+  int32_t z = m.op(bn, ops::OpKind::BatchNorm, {{y, {"b", "o", "h"}}, {gamma, {"o"}}, {beta, {"o"}}}, {"b", "o", "h"});
   int32_t act = m.node(0, "act", "ReLU");
-  int32_t r = m.op(act, OpType::Relu, {{z, {"b", "o", "h"}}}, {"b", "o", "h"});
+  int32_t r = m.op(act, ops::OpKind::Relu, {{z, {"b", "o", "h"}}}, {"b", "o", "h"});
   int32_t head = m.node(0, "head", "Linear");
   int32_t wh = m.param(head, "weight", {{"k", 5}, {"o", 8}, {"h", 6}});
-  int32_t logits = m.op(head, OpType::Einsum, {{r, {"b", "o", "h"}}, {wh, {"k", "o", "h"}}}, {"b", "k"});
+  int32_t logits = m.op(head, ops::OpKind::Einsum, {{r, {"b", "o", "h"}}, {wh, {"k", "o", "h"}}}, {"b", "k"});
   int32_t loss = m.node(0, "loss", "CrossEntropy");
-  m.graph.loss = m.op(loss, OpType::CrossEntropy, {{logits, {"b", "k"}}, {labels, {"b"}}}, {});
+  m.graph.loss = m.op(loss, ops::OpKind::CrossEntropy, {{logits, {"b", "k"}}, {labels, {"b"}}}, {});
   m.graph.infer_batch_axes();
   return std::move(m.graph);
 }

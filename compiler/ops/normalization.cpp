@@ -1,0 +1,25 @@
+// Normalisations: softmax and log-softmax along a dim; layer, RMS and batch
+// norm over a dim, with scale and shift over dims of the input.
+#include "compiler/ops/dims_checks.h"
+
+namespace dstc::ops {
+
+DimsResult along_dim_dims(const DimsQuery& q, OpError& error) {
+  if (!require_dim(q.inputs[0], given_attr(q.attrs, "dim")->dim, 0, error)) return std::nullopt;
+  return check_declared(q.inputs[0], q.declared, error);
+}
+
+DimsResult normalized_dims(const DimsQuery& q, OpError& error) {
+  const auto& inputs = q.inputs;
+  if (!require_dim(inputs[0], given_attr(q.attrs, "dim")->dim, 0, error)) return std::nullopt;
+  std::vector<Dim> all;
+  if (!unify(inputs, all, error)) return std::nullopt;
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    for (const Dim& d : inputs[i]) {
+      if (!require_dim(inputs[0], d.name, static_cast<int>(i), error)) return std::nullopt;
+    }
+  }
+  return check_declared(inputs[0], q.declared, error);
+}
+
+}  // namespace dstc::ops

@@ -1,0 +1,46 @@
+#include "compiler/ops/op_table.h"
+
+#include "compiler/ops/op_rules.h"
+
+namespace dstc::ops {
+namespace {
+
+constexpr AttrSpec kDimAttr{"dim", AttrType::Dim, true};
+constexpr AttrSpec kEpsAttr{"eps", AttrType::Float, false};
+
+std::vector<OpDef> make_ops() {
+  using enum Family;
+  using enum OutputDims;
+  return {
+#define DSTC_OP(kind, name, family, min_inputs, max_inputs, output, dims_rule, summary, ...) \
+  {OpKind::kind, name, family, min_inputs, max_inputs, output, dims_rule, summary, {__VA_ARGS__}},
+#include "compiler/ops/op_kinds.def"
+#undef DSTC_OP
+  };
+}
+
+}  // namespace
+
+std::span<const OpDef> all_ops() {
+  static const std::vector<OpDef> ops = make_ops();
+  return ops;
+}
+
+const OpDef& op_def(OpKind kind) { return all_ops()[static_cast<size_t>(kind)]; }
+
+const OpDef* find_op(std::string_view name) {
+  for (const OpDef& d : all_ops()) {
+    if (d.name == name) return &d;
+  }
+  return nullptr;
+}
+
+std::string_view op_name(OpKind kind) { return op_def(kind).name; }
+
+std::optional<std::vector<Dim>> infer_output(const OpDef& def, const std::vector<std::vector<Dim>>& inputs,
+                                             const std::vector<AttrValue>& attrs,
+                                             const std::optional<std::vector<DeclaredDim>>& declared, OpError& error) {
+  return def.output_dims(DimsQuery{inputs, attrs, declared}, error);
+}
+
+}  // namespace dstc::ops

@@ -1,0 +1,113 @@
+// The ops a model can write, defined once (op_kinds.def): each op's kind,
+// its source name and family, its tensor arity and attributes, and the rule
+// giving its output dims from its inputs' named dims (einsum-style). The
+// front end checks op statements with it; the logical graph, SBP and
+// lowering name ops by its kind. docs/language.md lists the ops.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dstc::ops {
+
+enum class OpKind : uint8_t {
+#define DSTC_OP(kind, ...) kind,
+#include "compiler/ops/op_kinds.def"
+#undef DSTC_OP
+};
+
+// Groups of ops whose rules live together, in compiler/ops/<family>.cpp.
+enum class Family : uint8_t {
+  Contraction,
+  Elementwise,
+  Normalization,
+  Reduction,
+  Embedding,
+  Loss,
+  Attention,
+  Convolution,
+  Shape
+};
+
+// A named dim of a tensor, as the model writes it: `h: hidden`.
+struct Dim {
+  std::string name;
+  int64_t size = 0;
+  friend bool operator==(const Dim&, const Dim&) = default;
+};
+
+enum class AttrType : uint8_t { Int, Float, Bool, Dim };
+
+struct AttrSpec {
+  std::string_view name;
+  AttrType type = AttrType::Int;
+  bool required = false;
+};
+
+// An attribute value after evaluation (Dim attributes by name).
+struct AttrValue {
+  std::string_view name;
+  int64_t i = 0;
+  double f = 0;
+  bool b = false;
+  std::string dim;
+  bool given = false;
+};
+
+// A dim of the written output: a name, and a size when one was written.
+struct DeclaredDim {
+  std::string name;
+  std::optional<int64_t> size;
+};
+
+// What went wrong: the message and which input it concerns (-1: the op or
+// its output).
+struct OpError {
+  std::string message;
+  int input = -1;
+  bool unknown_dim = false;  // reported as unknown-dim rather than dim-mismatch
+};
+
+// What an output-dims rule sees: each input's dims as the op names them,
+// the attributes (one per AttrSpec, in order) and the written output.
+struct DimsQuery {
+  const std::vector<std::vector<Dim>>& inputs;
+  const std::vector<AttrValue>& attrs;
+  const std::optional<std::vector<DeclaredDim>>& declared;  // always set for Declared ops
+};
+
+using DimsRule = std::optional<std::vector<Dim>> (*)(const DimsQuery& query, OpError& error);
+
+enum class OutputDims : uint8_t { Inferred, Declared };
+
+inline constexpr size_t kMany = 64;  // max_inputs of ops taking any number
+
+struct OpDef {
+  OpKind kind;
+  std::string_view name;
+  Family family;
+  size_t min_inputs;
+  size_t max_inputs;
+  OutputDims output;
+  DimsRule output_dims;
+  std::string_view summary;
+  std::vector<AttrSpec> attrs;
+
+  bool needs_declared_output() const { return output == OutputDims::Declared; }
+};
+
+std::span<const OpDef> all_ops();
+const OpDef& op_def(OpKind kind);
+const OpDef* find_op(std::string_view name);
+std::string_view op_name(OpKind kind);
+
+// The output dims of `def` applied to `inputs`, or the error.
+std::optional<std::vector<Dim>> infer_output(const OpDef& def, const std::vector<std::vector<Dim>>& inputs,
+                                             const std::vector<AttrValue>& attrs,
+                                             const std::optional<std::vector<DeclaredDim>>& declared, OpError& error);
+
+}  // namespace dstc::ops
