@@ -1,14 +1,14 @@
 // Compile time against op count (issue targets: GPT-2 on 32 GPUs compiled,
 // and compiled and simulated, in under 50 ms), and the 1024-GPU GPT-3 175B
-// 3-D strategy. Each iteration runs the front end, the bridge and the
+// 3-D strategy. Each iteration runs the front end, the logical graph builder and the
 // compiler from the .dstrat file, as `dstc compile` does.
 #include <benchmark/benchmark.h>
 
 #include <filesystem>
 
-#include "compiler/bridge/bridge.h"
 #include "compiler/compile_strategy.h"
 #include "compiler/frontend/frontend.h"
+#include "compiler/logical/build_logical_graph.h"
 #include "htae/cluster_spec.h"
 #include "htae/simulator.h"
 
@@ -27,9 +27,9 @@ std::optional<dstc::compiler::CompiledStrategy> compile(const Case& c, int64_t& 
   dstc::DiagnosticEngine diags(sources);
   auto front = dstc::frontend::check_files({c.file}, c.defines, sources, diags);
   if (diags.has_errors() || front->strategies.empty()) return std::nullopt;
-  auto bridged = dstc::compiler::bridge_strategy(front->strategies.front().strategy, diags);
-  if (!bridged) return std::nullopt;
-  auto compiled = dstc::compiler::compile_strategy(bridged->graph, bridged->spec, sources, diags);
+  auto logical = dstc::compiler::build_logical_program(front->strategies.front().strategy, diags);
+  if (!logical) return std::nullopt;
+  auto compiled = dstc::compiler::compile_strategy(logical->graph, logical->spec, sources, diags);
   if (compiled) {
     ops = static_cast<int64_t>(compiled->module.functions.front().ops.size());
     devices = compiled->module.mesh().size();

@@ -9,9 +9,9 @@
 
 #include <string>
 
-#include "compiler/driver/search_ranking.h"
-#include "compiler/driver/search_runner.h"
 #include "compiler/frontend/frontend.h"
+#include "compiler/search/ranking.h"
+#include "compiler/search/runner.h"
 
 namespace {
 

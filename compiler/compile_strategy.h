@@ -4,7 +4,7 @@
 
 #include <optional>
 
-#include "compiler/graph/logical_graph.h"
+#include "compiler/logical/logical_graph.h"
 #include "compiler/lowering/lowering.h"
 #include "compiler/sbp/sbp_propagation.h"
 #include "compiler/strategy/strategy_spec.h"

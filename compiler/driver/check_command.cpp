@@ -8,7 +8,7 @@
 #include "compiler/driver/cli.h"
 #include "compiler/driver/command.h"
 #include "compiler/frontend/frontend.h"
-#include "compiler/driver/strategy_loading.h"
+#include "compiler/pipeline/load_strategy.h"
 
 namespace dstc {
 namespace {

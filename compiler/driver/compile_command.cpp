@@ -8,13 +8,13 @@
 
 #include <fmt/format.h>
 
-#include "compiler/bridge/bridge.h"
 #include "compiler/compile_strategy.h"
 #include "compiler/driver/cli.h"
 #include "compiler/driver/command.h"
 #include "compiler/driver/output_file.h"
-#include "compiler/driver/strategy_loading.h"
 #include "compiler/explain/strategy_tree_printer.h"
+#include "compiler/logical/build_logical_graph.h"
+#include "compiler/pipeline/load_strategy.h"
 #include "htae/report.h"
 #include "htae/simulator.h"
 #include "ir/dot.h"
@@ -84,10 +84,10 @@ int run_compile(CommandContext& ctx, const CompileOptions& o) {
   };
   std::optional<LoadedStrategy> loaded = load_strategy(o.request, sources, diags);
   if (!loaded) return finish(kExitInputErrors);
-  std::optional<compiler::BridgedProgram> bridged = compiler::bridge_strategy(loaded->strategy->strategy, diags);
-  if (!bridged) return finish(kExitInputErrors);
+  std::optional<compiler::LogicalProgram> logical = compiler::build_logical_program(loaded->strategy->strategy, diags);
+  if (!logical) return finish(kExitInputErrors);
   std::optional<compiler::CompiledStrategy> compiled =
-      compiler::compile_strategy(bridged->graph, bridged->spec, sources, diags);
+      compiler::compile_strategy(logical->graph, logical->spec, sources, diags);
   if (!compiled) return finish(kExitInputErrors);
   // Loaded before verification starts: loading adds to the sources both read.
   std::optional<htae::ProfileDatabase> profile;
@@ -110,8 +110,8 @@ int run_compile(CommandContext& ctx, const CompileOptions& o) {
   }
 
   std::ostringstream text;
-  if (o.explain) text << compiler::print_strategy_tree(bridged->graph, bridged->spec, *compiled, true);
-  if (o.emit == "tree") text << compiler::print_strategy_tree(bridged->graph, bridged->spec, *compiled, false);
+  if (o.explain) text << compiler::print_strategy_tree(logical->graph, logical->spec, *compiled, true);
+  if (o.emit == "tree") text << compiler::print_strategy_tree(logical->graph, logical->spec, *compiled, false);
   if (o.emit == "ir") text << ir::print_module(compiled->module);
   if (o.emit == "dot") text << ir::export_dot(compiled->module);
   if (o.emit == "ranks") {

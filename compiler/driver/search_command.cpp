@@ -13,12 +13,12 @@
 #include "compiler/driver/human_units.h"
 #include "compiler/driver/output_file.h"
 #include "compiler/driver/progress_bar.h"
-#include "compiler/driver/search_export.h"
-#include "compiler/driver/search_plot.h"
-#include "compiler/driver/search_ranking.h"
-#include "compiler/driver/search_runner.h"
-#include "compiler/driver/search_table.h"
 #include "compiler/frontend/frontend.h"
+#include "compiler/search/export.h"
+#include "compiler/search/plot.h"
+#include "compiler/search/ranking.h"
+#include "compiler/search/runner.h"
+#include "compiler/search/table.h"
 #include "ir/source/diagnostic_kinds.h"
 
 namespace dstc {

@@ -29,8 +29,8 @@ std::optional<VerifyPrograms> compile_verify_programs(const StrategyRequest& req
                             strategy.name));
     return std::nullopt;
   }
-  auto distributed = compiler::bridge_strategy(strategy, diags);
-  auto single = compiler::bridge_single_device(strategy, diags);
+  auto distributed = compiler::build_logical_program(strategy, diags);
+  auto single = compiler::build_single_device_program(strategy, diags);
   if (!distributed || !single) return std::nullopt;
   auto compiled = compiler::compile_strategy(distributed->graph, distributed->spec, sources, diags);
   if (!compiled) return std::nullopt;

@@ -5,15 +5,15 @@
 #include <optional>
 
 #include "backends/reference/work_estimate.h"
-#include "compiler/bridge/bridge.h"
 #include "compiler/compile_strategy.h"
-#include "compiler/driver/strategy_loading.h"
+#include "compiler/logical/build_logical_graph.h"
+#include "compiler/pipeline/load_strategy.h"
 
 namespace dstc {
 
 struct VerifyPrograms {
   LoadedStrategy loaded;
-  compiler::BridgedProgram distributed, single;
+  compiler::LogicalProgram distributed, single;
   compiler::CompiledStrategy compiled, reference;
   // The single-device program runs the strategy's micro-batches when the
   // model has a batch norm (reference::reference_micro_batches), else 1.

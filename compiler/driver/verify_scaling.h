@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/driver/strategy_loading.h"
+#include "compiler/pipeline/load_strategy.h"
 
 namespace dstc {
 

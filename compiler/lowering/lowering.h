@@ -12,7 +12,7 @@
 // order follows the pipeline schedule table, step by step.
 #pragma once
 
-#include "compiler/graph/logical_graph.h"
+#include "compiler/logical/logical_graph.h"
 #include "compiler/sbp/sbp_propagation.h"
 #include "compiler/strategy/strategy_spec.h"
 #include "compiler/strategy/strategy_tree.h"

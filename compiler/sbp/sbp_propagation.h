@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "compiler/graph/logical_graph.h"
+#include "compiler/logical/logical_graph.h"
 #include "compiler/sbp/signature.h"
 #include "compiler/strategy/strategy_spec.h"
 #include "ir/source/diagnostics.h"

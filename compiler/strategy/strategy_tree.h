@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-#include "compiler/graph/logical_graph.h"
+#include "compiler/logical/logical_graph.h"
 #include "compiler/schedule/schedule_table.h"
 #include "compiler/strategy/strategy_spec.h"
 #include "ir/source/diagnostics.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/graph/logical_graph.h"
+#include "compiler/logical/logical_graph.h"
 #include "compiler/strategy/strategy_spec.h"
 
 namespace dstc::compiler::testing {

@@ -2,7 +2,7 @@
 // simulated configurations (one out of memory) and two invalid ones.
 #pragma once
 
-#include "compiler/driver/search_ranking.h"
+#include "compiler/search/ranking.h"
 
 namespace dstc::search::testing {
 

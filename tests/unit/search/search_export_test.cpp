@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "compiler/driver/search_export.h"
+#include "compiler/search/export.h"
 #include "tests/unit/search/sample_result.h"
 
 namespace dstc::search {

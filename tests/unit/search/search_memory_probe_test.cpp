@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
-#include "compiler/bridge/bridge.h"
 #include "compiler/compile_strategy.h"
-#include "compiler/driver/search_memory_probe.h"
 #include "compiler/frontend/frontend.h"
+#include "compiler/logical/build_logical_graph.h"
+#include "compiler/search/memory_probe.h"
 #include "ir/printer.h"
 
 namespace dstc::search {
@@ -42,7 +42,7 @@ struct Planned {
   SourceManager sources;
   std::unique_ptr<DiagnosticEngine> diags = std::make_unique<DiagnosticEngine>(sources);
   std::unique_ptr<frontend::FrontendResult> front;
-  std::optional<compiler::BridgedProgram> bridged;
+  std::optional<compiler::LogicalProgram> logical;
   std::optional<compiler::PlannedStrategy> planned;
 };
 
@@ -52,8 +52,8 @@ std::unique_ptr<Planned> plan(const std::string& strategy, const std::vector<std
   const frontend::CheckedStrategy* s = p->front->find_strategy(strategy);
   EXPECT_NE(s, nullptr);
   if (!s) return p;
-  p->bridged = compiler::bridge_strategy(s->strategy, *p->diags);
-  if (p->bridged) p->planned = compiler::plan_strategy(p->bridged->graph, p->bridged->spec, p->sources, *p->diags);
+  p->logical = compiler::build_logical_program(s->strategy, *p->diags);
+  if (p->logical) p->planned = compiler::plan_strategy(p->logical->graph, p->logical->spec, p->sources, *p->diags);
   EXPECT_FALSE(p->diags->has_errors());
   return p;
 }
@@ -88,14 +88,14 @@ TEST(SearchMemoryProbe, MicroBatchesHeldFollowTheSchedule) {
   auto one_f = plan("OneF", {"micro=4"});
   ASSERT_TRUE(one_f->planned);
   compiler::CompiledStrategy compiled =
-      compiler::lower_planned(one_f->bridged->graph, one_f->bridged->spec, std::move(*one_f->planned), one_f->sources);
+      compiler::lower_planned(one_f->logical->graph, one_f->logical->spec, std::move(*one_f->planned), one_f->sources);
   const ir::Module& module = compiled.module;
   // Mesh [pp: 2, tp: 2]: ranks 0 and 1 are pipeline rank 0, 2 and 3 rank 1.
-  EXPECT_EQ(micro_batches_held(module, compiled.resolved, one_f->bridged->spec.pipeline.axis),
+  EXPECT_EQ(micro_batches_held(module, compiled.resolved, one_f->logical->spec.pipeline.axis),
             (std::vector<int64_t>{2, 2, 1, 1}));
   auto gpipe = plan("GPipe", {"micro=4"});
   ASSERT_TRUE(gpipe->planned);
-  EXPECT_EQ(micro_batches_held(module, gpipe->planned->resolved, gpipe->bridged->spec.pipeline.axis),
+  EXPECT_EQ(micro_batches_held(module, gpipe->planned->resolved, gpipe->logical->spec.pipeline.axis),
             (std::vector<int64_t>{4, 4, 4, 4}));
 }
 
@@ -107,21 +107,21 @@ TEST(SearchMemoryProbe, BoundIsTheBoundOfTheSameMicroBatchesCompiledAlone) {
   auto alone = plan("OneF", {"micro=1", "batch=4"});
   ASSERT_TRUE(alone->planned);
   ir::Module alone_module =
-      compiler::lower_planned(alone->bridged->graph, alone->bridged->spec, std::move(*alone->planned), alone->sources)
+      compiler::lower_planned(alone->logical->graph, alone->logical->spec, std::move(*alone->planned), alone->sources)
           .module;
   htae::ClusterSpec no_memory = cluster_with_memory(whole->sources, 0);
   // As many micro-batches held as the whole configuration's schedule holds.
   std::optional<htae::MemoryLowerBound> expected =
-      memory_bound_exceeding(alone_module, whole->planned->resolved, whole->bridged->spec.pipeline.axis, no_memory);
+      memory_bound_exceeding(alone_module, whole->planned->resolved, whole->logical->spec.pipeline.axis, no_memory);
   ASSERT_TRUE(expected);
   std::optional<htae::MemoryLowerBound> probed =
-      memory_bound_exceeding(*whole->bridged, *whole->planned, 1, no_memory, whole->sources);
+      memory_bound_exceeding(*whole->logical, *whole->planned, 1, no_memory, whole->sources);
   ASSERT_TRUE(probed);
   EXPECT_EQ(probed->bytes, expected->bytes);
   EXPECT_GT(probed->bytes, 0);
   // A device that holds the bound exactly: nothing to report.
   htae::ClusterSpec enough = cluster_with_memory(whole->sources, probed->bytes);
-  EXPECT_EQ(memory_bound_exceeding(*whole->bridged, *whole->planned, 1, enough, whole->sources), std::nullopt);
+  EXPECT_EQ(memory_bound_exceeding(*whole->logical, *whole->planned, 1, enough, whole->sources), std::nullopt);
 }
 
 // The probe lends itself the configuration's program and gives it back:
@@ -131,10 +131,10 @@ TEST(SearchMemoryProbe, LeavesTheConfigurationAsItFoundIt) {
   auto untouched = plan("Interleaved", {});
   ASSERT_TRUE(probed->planned && untouched->planned);
   htae::ClusterSpec no_memory = cluster_with_memory(probed->sources, 0);
-  ASSERT_TRUE(memory_bound_exceeding(*probed->bridged, *probed->planned, 2, no_memory, probed->sources));
+  ASSERT_TRUE(memory_bound_exceeding(*probed->logical, *probed->planned, 2, no_memory, probed->sources));
   auto lower = [](Planned& p) {
     return ir::print_module(
-        compiler::lower_planned(p.bridged->graph, p.bridged->spec, std::move(*p.planned), p.sources).module);
+        compiler::lower_planned(p.logical->graph, p.logical->spec, std::move(*p.planned), p.sources).module);
   };
   EXPECT_EQ(lower(*probed), lower(*untouched));
 }

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "compiler/driver/search_plot.h"
+#include "compiler/search/plot.h"
 #include "tests/unit/search/sample_result.h"
 
 namespace dstc::search {

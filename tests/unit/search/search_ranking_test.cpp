@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "compiler/driver/search_ranking.h"
+#include "compiler/search/ranking.h"
 
 namespace dstc::search {
 namespace {

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "compiler/driver/search_ranking.h"
-#include "compiler/driver/search_runner.h"
+#include "compiler/search/ranking.h"
+#include "compiler/search/runner.h"
 
 namespace dstc::search {
 namespace {

@@ -1,4 +1,4 @@
-#include "compiler/driver/svg_layout.h"
+#include "compiler/search/svg_layout.h"
 
 #include <gtest/gtest.h>
 

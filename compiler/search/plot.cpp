@@ -1,4 +1,4 @@
-#include "compiler/driver/search_plot.h"
+#include "compiler/search/plot.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "compiler/driver/search_table.h"
-#include "compiler/driver/svg_layout.h"
+#include "compiler/search/svg_layout.h"
+#include "compiler/search/table.h"
 
 namespace dstc::search {
 namespace {

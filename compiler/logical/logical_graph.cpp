@@ -1,4 +1,4 @@
-#include "compiler/graph/logical_graph.h"
+#include "compiler/logical/logical_graph.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "compiler/driver/search_parallelism.h"
+#include "compiler/search/parallelism.h"
 
 namespace dstc::search {
 

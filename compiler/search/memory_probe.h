@@ -5,7 +5,7 @@
 // micro-batches are its largest modules. A configuration's memory lower
 // bound (htae/memory_lower_bound.h) only needs its arguments and its forward
 // ops' shapes, which its micro-batch count does not change, so once the
-// configuration is checked (bridged and planned) the search lowers it, with
+// configuration is checked (logical and planned) the search lowers it, with
 // the same SBP plan, with the fewest micro-batches of the same size its
 // schedule allows (one; the pipeline ranks for the interleaved schedule),
 // and drops it when even that bound, with the saved activations its own
@@ -15,8 +15,8 @@
 #include <optional>
 #include <vector>
 
-#include "compiler/bridge/bridge.h"
 #include "compiler/compile_strategy.h"
+#include "compiler/logical/build_logical_graph.h"
 #include "htae/cluster_spec.h"
 #include "htae/memory_lower_bound.h"
 #include "ir/module.h"
@@ -29,13 +29,13 @@ namespace dstc::search {
 // has no fewer (a schedule table names its own).
 std::optional<int32_t> fewest_micro_batches(const compiler::ResolvedStrategy& resolved);
 
-// The memory lower bound of the configuration (`bridged`, `planned`)
+// The memory lower bound of the configuration (`logical`, `planned`)
 // lowered with `micro_batches` micro-batches of the same size and the same
 // SBP plan, when it exceeds `cluster`'s device memory; nullopt when the
 // bound fits or the probe does not resolve (the configuration is then
-// compiled and simulated as usual). `bridged` is resized for the probe and
+// compiled and simulated as usual). `logical` is resized for the probe and
 // restored before returning.
-std::optional<htae::MemoryLowerBound> memory_bound_exceeding(compiler::BridgedProgram& bridged,
+std::optional<htae::MemoryLowerBound> memory_bound_exceeding(compiler::LogicalProgram& logical,
                                                              const compiler::PlannedStrategy& planned,
                                                              int32_t micro_batches, const htae::ClusterSpec& cluster,
                                                              SourceManager& sources);

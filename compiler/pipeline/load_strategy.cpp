@@ -1,4 +1,4 @@
-#include "compiler/driver/strategy_loading.h"
+#include "compiler/pipeline/load_strategy.h"
 
 #include <fmt/format.h>
 

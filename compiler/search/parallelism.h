@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-#include "compiler/driver/search_result.h"
 #include "compiler/frontend/strategy.h"
+#include "compiler/search/result.h"
 
 namespace dstc::search {
 

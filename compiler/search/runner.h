@@ -16,8 +16,8 @@
 #include <functional>
 #include <optional>
 
-#include "compiler/driver/search_result.h"
 #include "compiler/frontend/frontend.h"
+#include "compiler/search/result.h"
 
 namespace dstc::search {
 

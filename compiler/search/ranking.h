@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-#include "compiler/driver/search_result.h"
+#include "compiler/search/result.h"
 
 namespace dstc::search {
 

@@ -1,4 +1,4 @@
-#include "compiler/driver/search_ranking.h"
+#include "compiler/search/ranking.h"
 
 #include <algorithm>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "compiler/bridge/bridge.h"
+#include "compiler/logical/build_logical_graph.h"
 
 #include <algorithm>
 
@@ -33,11 +33,11 @@ int axis_named(const std::vector<std::string>& dims, const std::string& name) {
   return it == dims.end() ? -1 : static_cast<int>(it - dims.begin());
 }
 
-class Bridge {
+class LogicalGraphBuilder {
  public:
-  Bridge(const frontend::Strategy& s, DiagnosticEngine& d) : strategy_(s), model_(*s.model), diags_(d) {}
+  LogicalGraphBuilder(const frontend::Strategy& s, DiagnosticEngine& d) : strategy_(s), model_(*s.model), diags_(d) {}
 
-  std::optional<BridgedProgram> run(bool single_device) {
+  std::optional<LogicalProgram> run(bool single_device) {
     build_nodes();
     build_tensors();
     for (size_t i = 0; i < model_.ops.size(); ++i) translate(model_.ops[i]);
@@ -51,7 +51,7 @@ class Bridge {
       for (Tensor& t : graph_.tensors)
         if (t.batch_axis >= 0) t.dims[t.batch_axis].size = batch;
     }
-    BridgedProgram out{std::move(graph_), {}};
+    LogicalProgram out{std::move(graph_), {}};
     out.spec = single_device ? single_device_spec(out.graph) : strategy_spec(out.graph);
     if (!ok_) return std::nullopt;
     return out;
@@ -414,12 +414,12 @@ class Bridge {
 
 }  // namespace
 
-std::optional<BridgedProgram> bridge_strategy(const frontend::Strategy& strategy, DiagnosticEngine& diags) {
-  return Bridge(strategy, diags).run(false);
+std::optional<LogicalProgram> build_logical_program(const frontend::Strategy& strategy, DiagnosticEngine& diags) {
+  return LogicalGraphBuilder(strategy, diags).run(false);
 }
 
-std::optional<BridgedProgram> bridge_single_device(const frontend::Strategy& strategy, DiagnosticEngine& diags) {
-  return Bridge(strategy, diags).run(true);
+std::optional<LogicalProgram> build_single_device_program(const frontend::Strategy& strategy, DiagnosticEngine& diags) {
+  return LogicalGraphBuilder(strategy, diags).run(true);
 }
 
 }  // namespace dstc::compiler

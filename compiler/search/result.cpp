@@ -1,4 +1,4 @@
-#include "compiler/driver/search_result.h"
+#include "compiler/search/result.h"
 
 #include <algorithm>
 

@@ -1,12 +1,12 @@
-#include "compiler/driver/search_export.h"
+#include "compiler/search/export.h"
 
 #include <ostream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "compiler/driver/search_ranking.h"
-#include "compiler/driver/search_table.h"
+#include "compiler/search/ranking.h"
+#include "compiler/search/table.h"
 
 namespace dstc::search {
 namespace {

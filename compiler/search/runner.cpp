@@ -1,4 +1,4 @@
-#include "compiler/driver/search_runner.h"
+#include "compiler/search/runner.h"
 
 #include <algorithm>
 #include <atomic>
@@ -11,11 +11,11 @@
 
 #include <fmt/format.h>
 
-#include "compiler/bridge/bridge.h"
 #include "compiler/compile_strategy.h"
-#include "compiler/driver/search_memory_probe.h"
-#include "compiler/driver/search_parallelism.h"
-#include "compiler/driver/strategy_loading.h"
+#include "compiler/logical/build_logical_graph.h"
+#include "compiler/pipeline/load_strategy.h"
+#include "compiler/search/memory_probe.h"
+#include "compiler/search/parallelism.h"
 #include "htae/simulator.h"
 #include "ir/source/diagnostic_kinds.h"
 
@@ -78,24 +78,24 @@ void compile_and_simulate(const frontend::Strategy& strategy, const htae::Cluste
   try {
     // The configuration is checked whole first, so an invalid one is
     // reported invalid even where its probe would not fit.
-    std::optional<compiler::BridgedProgram> bridged = compiler::bridge_strategy(strategy, diags);
-    if (!bridged) return fail();
+    std::optional<compiler::LogicalProgram> logical = compiler::build_logical_program(strategy, diags);
+    if (!logical) return fail();
     std::optional<compiler::PlannedStrategy> planned =
-        compiler::plan_strategy(bridged->graph, bridged->spec, sources, diags);
+        compiler::plan_strategy(logical->graph, logical->spec, sources, diags);
     if (!planned) return fail();
     std::optional<int32_t> fewer;
     if (prune_by_memory_bound) fewer = fewest_micro_batches(planned->resolved);
     if (fewer) {
-      if (auto bound = memory_bound_exceeding(*bridged, *planned, *fewer, cluster, sources)) {
+      if (auto bound = memory_bound_exceeding(*logical, *planned, *fewer, cluster, sources)) {
         return out_of_memory_by_bound(*bound);
       }
     }
     compiler::CompiledStrategy compiled =
-        compiler::lower_planned(bridged->graph, bridged->spec, std::move(*planned), sources);
+        compiler::lower_planned(logical->graph, logical->spec, std::move(*planned), sources);
     // Without fewer micro-batches to probe, the configuration is its own probe.
     if (prune_by_memory_bound && !fewer) {
       if (auto bound =
-              memory_bound_exceeding(compiled.module, compiled.resolved, bridged->spec.pipeline.axis, cluster)) {
+              memory_bound_exceeding(compiled.module, compiled.resolved, logical->spec.pipeline.axis, cluster)) {
         return out_of_memory_by_bound(*bound);
       }
     }

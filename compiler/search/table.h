@@ -6,7 +6,7 @@
 #include <iosfwd>
 #include <string>
 
-#include "compiler/driver/search_result.h"
+#include "compiler/search/result.h"
 
 namespace dstc::search {
 

@@ -11,23 +11,23 @@
 #include <optional>
 
 #include "compiler/frontend/strategy.h"
-#include "compiler/graph/logical_graph.h"
+#include "compiler/logical/logical_graph.h"
 #include "compiler/strategy/strategy_spec.h"
 #include "ir/source/diagnostics.h"
 
 namespace dstc::compiler {
 
-struct BridgedProgram {
+struct LogicalProgram {
   LogicalGraph graph;
   StrategySpec spec;
 };
 
 // The strategy as written. nullopt when the model uses what the compiler
 // cannot lower (reported to `diags`).
-std::optional<BridgedProgram> bridge_strategy(const frontend::Strategy& strategy, DiagnosticEngine& diags);
+std::optional<LogicalProgram> build_logical_program(const frontend::Strategy& strategy, DiagnosticEngine& diags);
 
 // The same model and training config on a single device, with the batch in
 // one micro-batch: the reference `dstc verify` compares against.
-std::optional<BridgedProgram> bridge_single_device(const frontend::Strategy& strategy, DiagnosticEngine& diags);
+std::optional<LogicalProgram> build_single_device_program(const frontend::Strategy& strategy, DiagnosticEngine& diags);
 
 }  // namespace dstc::compiler

@@ -1,4 +1,4 @@
-#include "compiler/driver/search_table.h"
+#include "compiler/search/table.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/driver/search_ranking.h"
+#include "compiler/search/ranking.h"
 
 namespace dstc::search {
 

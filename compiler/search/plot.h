@@ -7,7 +7,7 @@
 
 #include <iosfwd>
 
-#include "compiler/driver/search_result.h"
+#include "compiler/search/result.h"
 
 namespace dstc::search {
 
