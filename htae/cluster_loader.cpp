@@ -93,7 +93,7 @@ class ClusterLoader {
       TableReader p(*peaks, "gpu.peak_flops", toml_.file, sources_, diags_);
       for (ComputeDtype dtype : kComputeDtypes) {
         gpu.peak_flops[static_cast<size_t>(dtype)] =
-            p.number(dtype_name(dtype), dtype == ComputeDtype::fp32, kPeakFlops);
+            p.number(dtype_name(dtype), dtype == ComputeDtype::Fp32, kPeakFlops);
       }
       p.reject_unknown_keys();
     }
@@ -159,14 +159,14 @@ class ClusterLoader {
     intra.latency = r.number("latency", true, kLatency).value_or(0);
     std::optional<std::string> kind = r.string("kind", true);
     if (kind == "nvswitch") {
-      intra.kind = IntraNodeKind::nvswitch;
+      intra.kind = IntraNodeKind::NvSwitch;
       intra.gpu_bandwidth = r.number("gpu_bandwidth", true, kBandwidth).value_or(0);
     } else if (kind == "nvlink_mesh") {
-      intra.kind = IntraNodeKind::nvlink_mesh;
+      intra.kind = IntraNodeKind::NvLinkMesh;
       intra.link_bandwidth = r.number("link_bandwidth", true, kBandwidth).value_or(0);
       if (const toml::array* links = r.array("links", true)) read_mesh_links(r, *links, spec);
     } else if (kind == "pcie") {
-      intra.kind = IntraNodeKind::pcie;
+      intra.kind = IntraNodeKind::Pcie;
       read_pcie(r, table, spec);
     } else if (kind) {
       diags_
@@ -297,7 +297,7 @@ class ClusterLoader {
   // kinds connect all their GPUs by construction), across nodes via a NIC.
   void check_connected(const ClusterSpec& spec, const toml::table* intra) {
     int gpus = spec.gpus_per_node;
-    if (spec.intra_node.kind == IntraNodeKind::nvlink_mesh) {
+    if (spec.intra_node.kind == IntraNodeKind::NvLinkMesh) {
       std::vector<std::vector<int>> adjacent(gpus);
       for (const NvlinkPair& p : spec.intra_node.links) adjacent[p.a].push_back(p.b), adjacent[p.b].push_back(p.a);
       std::vector<bool> reached(gpus, false);

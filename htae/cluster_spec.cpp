@@ -4,32 +4,32 @@ namespace dstc::htae {
 
 std::string_view dtype_name(ComputeDtype dtype) {
   switch (dtype) {
-    case ComputeDtype::fp32: return "fp32";
-    case ComputeDtype::tf32: return "tf32";
-    case ComputeDtype::fp16: return "fp16";
-    case ComputeDtype::bf16: return "bf16";
+    case ComputeDtype::Fp32: return "fp32";
+    case ComputeDtype::Tf32: return "tf32";
+    case ComputeDtype::Fp16: return "fp16";
+    case ComputeDtype::Bf16: return "bf16";
   }
   return "fp32";
 }
 
 std::optional<ComputeDtype> parse_dtype(std::string_view name) {
-  if (name == "fp32" || name == "f32" || name == "float32") return ComputeDtype::fp32;
-  if (name == "tf32") return ComputeDtype::tf32;
-  if (name == "fp16" || name == "f16" || name == "float16" || name == "half") return ComputeDtype::fp16;
-  if (name == "bf16" || name == "bfloat16") return ComputeDtype::bf16;
+  if (name == "fp32" || name == "f32" || name == "float32") return ComputeDtype::Fp32;
+  if (name == "tf32") return ComputeDtype::Tf32;
+  if (name == "fp16" || name == "f16" || name == "float16" || name == "half") return ComputeDtype::Fp16;
+  if (name == "bf16" || name == "bfloat16") return ComputeDtype::Bf16;
   return std::nullopt;
 }
 
 double GpuSpec::peak(ComputeDtype dtype) const {
   const std::optional<double>& rate = peak_flops[static_cast<size_t>(dtype)];
-  return rate ? *rate : peak_flops[static_cast<size_t>(ComputeDtype::fp32)].value_or(0.0);
+  return rate ? *rate : peak_flops[static_cast<size_t>(ComputeDtype::Fp32)].value_or(0.0);
 }
 
 std::string_view intra_node_kind_name(IntraNodeKind kind) {
   switch (kind) {
-    case IntraNodeKind::nvswitch: return "nvswitch";
-    case IntraNodeKind::nvlink_mesh: return "nvlink_mesh";
-    case IntraNodeKind::pcie: return "pcie";
+    case IntraNodeKind::NvSwitch: return "nvswitch";
+    case IntraNodeKind::NvLinkMesh: return "nvlink_mesh";
+    case IntraNodeKind::Pcie: return "pcie";
   }
   return "nvswitch";
 }

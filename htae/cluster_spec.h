@@ -18,9 +18,9 @@
 namespace dstc::htae {
 
 // The arithmetic precisions a GPU has a peak rate for.
-enum class ComputeDtype { fp32, tf32, fp16, bf16 };
-inline constexpr std::array<ComputeDtype, 4> kComputeDtypes = {ComputeDtype::fp32, ComputeDtype::tf32,
-                                                               ComputeDtype::fp16, ComputeDtype::bf16};
+enum class ComputeDtype { Fp32, Tf32, Fp16, Bf16 };
+inline constexpr std::array<ComputeDtype, 4> kComputeDtypes = {ComputeDtype::Fp32, ComputeDtype::Tf32,
+                                                               ComputeDtype::Fp16, ComputeDtype::Bf16};
 std::string_view dtype_name(ComputeDtype dtype);
 // Accepts fp32/f32/float32, tf32, fp16/f16/float16/half, bf16/bfloat16.
 std::optional<ComputeDtype> parse_dtype(std::string_view name);
@@ -38,7 +38,7 @@ struct GpuSpec {
   double peak(ComputeDtype dtype) const;
 };
 
-enum class IntraNodeKind { nvswitch, nvlink_mesh, pcie };
+enum class IntraNodeKind { NvSwitch, NvLinkMesh, Pcie };
 std::string_view intra_node_kind_name(IntraNodeKind kind);
 
 // NVLinks between two GPUs of a mesh.
@@ -55,7 +55,7 @@ struct PcieSwitch {
 };
 
 struct IntraNodeSpec {
-  IntraNodeKind kind = IntraNodeKind::nvswitch;
+  IntraNodeKind kind = IntraNodeKind::NvSwitch;
   double latency = 0;  // seconds, per hop
   // nvswitch: each GPU's bandwidth to the switch fabric, per direction.
   double gpu_bandwidth = 0;

@@ -7,7 +7,7 @@
 
 namespace dstc::htae {
 
-enum class CollectiveKind { all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, send_recv };
+enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, Reduce, SendRecv };
 
 inline constexpr std::array<std::string_view, 7> kCollectiveNames = {
     "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv"};

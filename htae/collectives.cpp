@@ -112,12 +112,12 @@ CollectivePlan make_plan(const Topology& topology, CollectiveKind kind, std::spa
   if (p < 2) return plan;
   int steps = static_cast<int>(ring_steps(kind, p));
   switch (algorithm) {
-    case CollectiveAlgorithm::direct: {
+    case CollectiveAlgorithm::Direct: {
       CollectivePhase phase;
       auto add = [&](int64_t a, int64_t b, double n) {
         phase.transfers.push_back({a, b, n, topology.route_latency(a, b)});
       };
-      if (kind == CollectiveKind::send_recv) {
+      if (kind == CollectiveKind::SendRecv) {
         add(group[0], group[1], bytes);
       } else {
         for (int64_t a : group) {
@@ -129,11 +129,11 @@ CollectivePlan make_plan(const Topology& topology, CollectiveKind kind, std::spa
       plan.phases.push_back(std::move(phase));
       break;
     }
-    case CollectiveAlgorithm::ring: {
+    case CollectiveAlgorithm::Ring: {
       CollectivePhase phase;
-      if (kind == CollectiveKind::broadcast || kind == CollectiveKind::reduce) {
+      if (kind == CollectiveKind::Broadcast || kind == CollectiveKind::Reduce) {
         phase.steps = static_cast<int>(p - 1);
-        add_chain(topology, phase, group, root, bytes, kind == CollectiveKind::reduce);
+        add_chain(topology, phase, group, root, bytes, kind == CollectiveKind::Reduce);
       } else {
         phase.steps = steps;
         std::vector<std::vector<int64_t>> rings = ring_channels(topology, group);
@@ -143,11 +143,11 @@ CollectivePlan make_plan(const Topology& topology, CollectiveKind kind, std::spa
       plan.phases.push_back(std::move(phase));
       break;
     }
-    case CollectiveAlgorithm::tree:
+    case CollectiveAlgorithm::Tree:
       plan.phases.push_back(
-          double_tree_phase(topology, group, bytes, kind != CollectiveKind::broadcast, kind != CollectiveKind::reduce));
+          double_tree_phase(topology, group, bytes, kind != CollectiveKind::Broadcast, kind != CollectiveKind::Reduce));
       break;
-    case CollectiveAlgorithm::hierarchical: {
+    case CollectiveAlgorithm::Hierarchical: {
       // Reduce-scatter inside each node, all-reduce of each shard across
       // nodes (one ring per local position), all-gather inside each node.
       std::vector<std::vector<int64_t>> nodes = balanced_nodes(topology, group);
@@ -176,26 +176,26 @@ CollectivePlan make_plan(const Topology& topology, CollectiveKind kind, std::spa
 double bus_bandwidth_factor(CollectiveKind kind, int64_t p) {
   auto pd = static_cast<double>(p);
   switch (kind) {
-    case CollectiveKind::all_reduce: return 2 * (pd - 1) / pd;
-    case CollectiveKind::all_gather:
-    case CollectiveKind::reduce_scatter:
-    case CollectiveKind::all_to_all: return (pd - 1) / pd;
-    case CollectiveKind::broadcast:
-    case CollectiveKind::reduce:
-    case CollectiveKind::send_recv: return 1;
+    case CollectiveKind::AllReduce: return 2 * (pd - 1) / pd;
+    case CollectiveKind::AllGather:
+    case CollectiveKind::ReduceScatter:
+    case CollectiveKind::AllToAll: return (pd - 1) / pd;
+    case CollectiveKind::Broadcast:
+    case CollectiveKind::Reduce:
+    case CollectiveKind::SendRecv: return 1;
   }
   return 1;
 }
 
 int64_t ring_steps(CollectiveKind kind, int64_t p) {
   switch (kind) {
-    case CollectiveKind::all_reduce: return 2 * (p - 1);
-    case CollectiveKind::all_gather:
-    case CollectiveKind::reduce_scatter:
-    case CollectiveKind::broadcast:
-    case CollectiveKind::reduce: return p - 1;
-    case CollectiveKind::all_to_all:
-    case CollectiveKind::send_recv: return 1;
+    case CollectiveKind::AllReduce: return 2 * (p - 1);
+    case CollectiveKind::AllGather:
+    case CollectiveKind::ReduceScatter:
+    case CollectiveKind::Broadcast:
+    case CollectiveKind::Reduce: return p - 1;
+    case CollectiveKind::AllToAll:
+    case CollectiveKind::SendRecv: return 1;
   }
   return 1;
 }
@@ -207,27 +207,27 @@ double alpha_beta_time(CollectiveKind kind, int64_t p, double bytes, double alph
 
 CollectivePlan plan_collective(const Topology& topology, CollectiveKind kind, std::span<const int64_t> group,
                                double bytes, std::optional<CollectiveAlgorithm> algorithm, size_t root) {
-  if (kind == CollectiveKind::send_recv && group.size() != 2) {
+  if (kind == CollectiveKind::SendRecv && group.size() != 2) {
     throw std::invalid_argument(fmt::format("send_recv needs a group of 2 devices, not {}", group.size()));
   }
   if (root >= std::max<size_t>(group.size(), 1)) throw std::invalid_argument("collective root outside the group");
   if (algorithm) return make_plan(topology, kind, group, bytes, *algorithm, root);
   std::vector<CollectiveAlgorithm> candidates;
   switch (kind) {
-    case CollectiveKind::send_recv:
-    case CollectiveKind::all_to_all: candidates = {CollectiveAlgorithm::direct}; break;
-    case CollectiveKind::all_reduce:
-      candidates = {CollectiveAlgorithm::ring};
-      if (group.size() > 2) candidates.push_back(CollectiveAlgorithm::tree);
-      if (!balanced_nodes(topology, group).empty()) candidates.push_back(CollectiveAlgorithm::hierarchical);
+    case CollectiveKind::SendRecv:
+    case CollectiveKind::AllToAll: candidates = {CollectiveAlgorithm::Direct}; break;
+    case CollectiveKind::AllReduce:
+      candidates = {CollectiveAlgorithm::Ring};
+      if (group.size() > 2) candidates.push_back(CollectiveAlgorithm::Tree);
+      if (!balanced_nodes(topology, group).empty()) candidates.push_back(CollectiveAlgorithm::Hierarchical);
       break;
-    case CollectiveKind::broadcast:
-    case CollectiveKind::reduce:
-      candidates = {CollectiveAlgorithm::ring};
-      if (root == 0 && group.size() > 2) candidates.push_back(CollectiveAlgorithm::tree);
+    case CollectiveKind::Broadcast:
+    case CollectiveKind::Reduce:
+      candidates = {CollectiveAlgorithm::Ring};
+      if (root == 0 && group.size() > 2) candidates.push_back(CollectiveAlgorithm::Tree);
       break;
-    case CollectiveKind::all_gather:
-    case CollectiveKind::reduce_scatter: candidates = {CollectiveAlgorithm::ring}; break;
+    case CollectiveKind::AllGather:
+    case CollectiveKind::ReduceScatter: candidates = {CollectiveAlgorithm::Ring}; break;
   }
   CollectivePlan best = make_plan(topology, kind, group, bytes, candidates[0], root);
   double best_time = plan_time(topology, best);

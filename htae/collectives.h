@@ -26,7 +26,7 @@
 
 namespace dstc::htae {
 
-enum class CollectiveAlgorithm { ring, tree, hierarchical, direct };
+enum class CollectiveAlgorithm { Ring, Tree, Hierarchical, Direct };
 
 struct Transfer {
   int64_t src;

@@ -44,9 +44,9 @@ CollectivePhase direct_phase(std::span<const int64_t> group, size_t root, double
 
 ComputeDtype compute_dtype(ir::DType dtype) {
   switch (dtype) {
-    case ir::DType::F16: return ComputeDtype::fp16;
-    case ir::DType::BF16: return ComputeDtype::bf16;
-    default: return ComputeDtype::fp32;
+    case ir::DType::F16: return ComputeDtype::Fp16;
+    case ir::DType::BF16: return ComputeDtype::Bf16;
+    default: return ComputeDtype::Fp32;
   }
 }
 
@@ -56,7 +56,7 @@ ComputeDtype op_compute_dtype(const ir::Module& module, const ir::Function& f, c
     if (ir::is_float(t)) return compute_dtype(t);
   }
   if (op.result_count > 0) return compute_dtype(module.value_type(f, op.first_result).dtype);
-  return ComputeDtype::fp32;
+  return ComputeDtype::Fp32;
 }
 
 OpCostQuery compute_query(const ir::Module& module, const ir::Function& f, const ir::Op& op, const ir::OpCost& cost) {
@@ -67,7 +67,7 @@ OpCostQuery compute_query(const ir::Module& module, const ir::Function& f, const
   q.bytes_read = cost.bytes;
   if (op.result_count == 0) return q;
   const ir::TensorType& out = module.value_type(f, op.first_result);
-  if (classify_op(q.kind) != OpClass::matmul) {
+  if (classify_op(q.kind) != OpClass::Matmul) {
     q.shape.assign(out.shape().begin(), out.shape().end());
     return q;
   }
@@ -112,14 +112,14 @@ CommSpec comm_spec(const ir::Module& module, const ir::Function& f, const ir::Op
   switch (op.kind) {
     case ir::OpKind::Send:
     case ir::OpKind::Recv:
-      s.collective = CollectiveKind::send_recv, s.bytes = op.kind == ir::OpKind::Send ? in : out;
+      s.collective = CollectiveKind::SendRecv, s.bytes = op.kind == ir::OpKind::Send ? in : out;
       break;
-    case ir::OpKind::AllReduce: s.collective = CollectiveKind::all_reduce, s.bytes = in; break;
-    case ir::OpKind::AllGather: s.collective = CollectiveKind::all_gather, s.bytes = out; break;
-    case ir::OpKind::ReduceScatter: s.collective = CollectiveKind::reduce_scatter, s.bytes = in; break;
-    case ir::OpKind::AllToAll: s.collective = CollectiveKind::all_to_all, s.bytes = in; break;
-    case ir::OpKind::Broadcast: s.collective = CollectiveKind::broadcast, s.bytes = in, s.root = root(); break;
-    case ir::OpKind::Reduce: s.collective = CollectiveKind::reduce, s.bytes = in, s.root = root(); break;
+    case ir::OpKind::AllReduce: s.collective = CollectiveKind::AllReduce, s.bytes = in; break;
+    case ir::OpKind::AllGather: s.collective = CollectiveKind::AllGather, s.bytes = out; break;
+    case ir::OpKind::ReduceScatter: s.collective = CollectiveKind::ReduceScatter, s.bytes = in; break;
+    case ir::OpKind::AllToAll: s.collective = CollectiveKind::AllToAll, s.bytes = in; break;
+    case ir::OpKind::Broadcast: s.collective = CollectiveKind::Broadcast, s.bytes = in, s.root = root(); break;
+    case ir::OpKind::Reduce: s.collective = CollectiveKind::Reduce, s.bytes = in, s.root = root(); break;
     case ir::OpKind::Scatter: s.bytes = out, s.root = root(); break;  // each member's chunk
     case ir::OpKind::Gather: s.bytes = in, s.root = root(); break;
     default: break;
@@ -130,7 +130,7 @@ CommSpec comm_spec(const ir::Module& module, const ir::Function& f, const ir::Op
 
 CollectivePlan comm_plan(const Topology& topology, const CommSpec& spec, std::span<const int64_t> group) {
   if (spec.collective) return plan_collective(topology, *spec.collective, group, spec.bytes, std::nullopt, spec.root);
-  CollectivePlan plan{CollectiveKind::broadcast, CollectiveAlgorithm::direct, {}};
+  CollectivePlan plan{CollectiveKind::Broadcast, CollectiveAlgorithm::Direct, {}};
   if (group.size() > 1 && spec.root < group.size())
     plan.phases.push_back(direct_phase(group, spec.root, spec.bytes, spec.kind == ir::OpKind::Scatter));
   return plan;

@@ -13,7 +13,7 @@ namespace dstc::htae {
 
 struct OpCostQuery {
   std::string kind;  // the op kind's name: "matmul", "add", "softmax", ...
-  ComputeDtype dtype = ComputeDtype::fp32;
+  ComputeDtype dtype = ComputeDtype::Fp32;
   double flops = 0;
   double bytes_read = 0;
   double bytes_written = 0;
@@ -26,10 +26,10 @@ struct OpCostQuery {
 
 // How an op kind is priced (docs/cost-model.md has the table of kinds).
 enum class OpClass {
-  matmul,       // tensor cores, efficiency rising with the smallest dimension
-  elementwise,  // memory bound, CUDA cores
-  reduction,    // memory bound with a lower efficiency (softmax, norms, sums)
-  free,         // no kernel: views and reshapes
+  Matmul,       // tensor cores, efficiency rising with the smallest dimension
+  Elementwise,  // memory bound, CUDA cores
+  Reduction,    // memory bound with a lower efficiency (softmax, norms, sums)
+  Free,         // no kernel: views and reshapes
 };
 OpClass classify_op(std::string_view kind);
 

@@ -13,40 +13,40 @@ struct KindClass {
 
 // Kinds not listed are elementwise.
 constexpr std::array<KindClass, 33> kKindClasses = {{
-    {"matmul", OpClass::matmul},
-    {"batch_matmul", OpClass::matmul},
-    {"bmm", OpClass::matmul},
-    {"linear", OpClass::matmul},
-    {"einsum", OpClass::matmul},
-    {"conv", OpClass::matmul},
-    {"conv2d", OpClass::matmul},
-    {"attention", OpClass::matmul},
-    {"softmax", OpClass::reduction},
-    {"log_softmax", OpClass::reduction},
-    {"layer_norm", OpClass::reduction},
-    {"layernorm", OpClass::reduction},
-    {"rms_norm", OpClass::reduction},
-    {"batch_norm", OpClass::reduction},
-    {"reduce_sum", OpClass::reduction},
-    {"reduce_mean", OpClass::reduction},
-    {"reduce_max", OpClass::reduction},
-    {"cross_entropy", OpClass::reduction},
-    {"reshape", OpClass::free},
-    {"view", OpClass::free},
-    {"squeeze", OpClass::free},
-    {"unsqueeze", OpClass::free},
-    {"identity", OpClass::free},
+    {"matmul", OpClass::Matmul},
+    {"batch_matmul", OpClass::Matmul},
+    {"bmm", OpClass::Matmul},
+    {"linear", OpClass::Matmul},
+    {"einsum", OpClass::Matmul},
+    {"conv", OpClass::Matmul},
+    {"conv2d", OpClass::Matmul},
+    {"attention", OpClass::Matmul},
+    {"softmax", OpClass::Reduction},
+    {"log_softmax", OpClass::Reduction},
+    {"layer_norm", OpClass::Reduction},
+    {"layernorm", OpClass::Reduction},
+    {"rms_norm", OpClass::Reduction},
+    {"batch_norm", OpClass::Reduction},
+    {"reduce_sum", OpClass::Reduction},
+    {"reduce_mean", OpClass::Reduction},
+    {"reduce_max", OpClass::Reduction},
+    {"cross_entropy", OpClass::Reduction},
+    {"reshape", OpClass::Free},
+    {"view", OpClass::Free},
+    {"squeeze", OpClass::Free},
+    {"unsqueeze", OpClass::Free},
+    {"identity", OpClass::Free},
     // The IR's gradient kinds (ir/op_kinds.def).
-    {"attention_grad", OpClass::matmul},
-    {"conv2d_input_grad", OpClass::matmul},
-    {"conv2d_weight_grad", OpClass::matmul},
-    {"softmax_grad", OpClass::reduction},
-    {"layernorm_grad", OpClass::reduction},
-    {"layernorm_weight_grad", OpClass::reduction},
-    {"batchnorm", OpClass::reduction},
-    {"batchnorm_grad", OpClass::reduction},
-    {"cross_entropy_grad", OpClass::reduction},
-    {"sum", OpClass::reduction},
+    {"attention_grad", OpClass::Matmul},
+    {"conv2d_input_grad", OpClass::Matmul},
+    {"conv2d_weight_grad", OpClass::Matmul},
+    {"softmax_grad", OpClass::Reduction},
+    {"layernorm_grad", OpClass::Reduction},
+    {"layernorm_weight_grad", OpClass::Reduction},
+    {"batchnorm", OpClass::Reduction},
+    {"batchnorm_grad", OpClass::Reduction},
+    {"cross_entropy_grad", OpClass::Reduction},
+    {"sum", OpClass::Reduction},
 }};
 
 double saturating(double peak, double x, double half) { return peak * x / (x + half); }
@@ -57,7 +57,7 @@ OpClass classify_op(std::string_view kind) {
   for (const KindClass& k : kKindClasses) {
     if (k.kind == kind) return k.op_class;
   }
-  return OpClass::elementwise;
+  return OpClass::Elementwise;
 }
 
 OpEstimator::OpEstimator(const GpuSpec& gpu, const ProfileDatabase* profile, EfficiencyCurves curves)
@@ -69,21 +69,21 @@ double OpEstimator::matmul_efficiency(int64_t smallest_dim) const {
 }
 
 double OpEstimator::memory_efficiency(OpClass op_class, double bytes) const {
-  double peak = op_class == OpClass::reduction ? curves_.reduction_peak : curves_.memory_peak;
+  double peak = op_class == OpClass::Reduction ? curves_.reduction_peak : curves_.memory_peak;
   return saturating(peak, std::max(bytes, 1.0), curves_.memory_half_bytes);
 }
 
 OpCostEstimate OpEstimator::roofline(const OpCostQuery& query) const {
   OpCostEstimate e;
   OpClass op_class = classify_op(query.kind);
-  if (op_class == OpClass::free) return e;
+  if (op_class == OpClass::Free) return e;
   if (query.flops > 0) {
     double rate;
-    if (op_class == OpClass::matmul) {
+    if (op_class == OpClass::Matmul) {
       int64_t smallest = query.shape.empty() ? 1 : *std::min_element(query.shape.begin(), query.shape.end());
       rate = gpu_.peak(query.dtype) * matmul_efficiency(smallest);
     } else {
-      rate = gpu_.peak(ComputeDtype::fp32) * curves_.vector_compute;
+      rate = gpu_.peak(ComputeDtype::Fp32) * curves_.vector_compute;
     }
     e.compute_seconds = query.flops / rate;
   }
@@ -96,7 +96,7 @@ OpCostEstimate OpEstimator::roofline(const OpCostQuery& query) const {
 
 OpCostEstimate OpEstimator::estimate(const OpCostQuery& query) const {
   OpCostEstimate e = roofline(query);
-  if (!profile_ || classify_op(query.kind) == OpClass::free) return e;
+  if (!profile_ || classify_op(query.kind) == OpClass::Free) return e;
   if (std::optional<double> measured = profile_->op_seconds(query)) {
     e.seconds = *measured;
     e.from_profile = true;

@@ -17,7 +17,7 @@ namespace dstc::htae {
 
 struct OpProfileEntry {
   std::string kind;
-  ComputeDtype dtype = ComputeDtype::fp32;
+  ComputeDtype dtype = ComputeDtype::Fp32;
   std::vector<int64_t> shape;
   double flops = 0;
   double bytes = 0;
@@ -28,7 +28,7 @@ struct OpProfileEntry {
 };
 
 struct CollectiveProfileEntry {
-  CollectiveKind kind = CollectiveKind::all_reduce;
+  CollectiveKind kind = CollectiveKind::AllReduce;
   int64_t group_size = 2;
   double bytes = 0;
   double seconds = 0;

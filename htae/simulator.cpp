@@ -26,7 +26,7 @@
 
 namespace dstc::htae {
 
-std::string_view executor_name(ExecutorKind kind) { return kind == ExecutorKind::htae ? "htae" : "program-order"; }
+std::string_view executor_name(ExecutorKind kind) { return kind == ExecutorKind::Htae ? "htae" : "program-order"; }
 
 int op_queue(const ir::Op& op) {
   return op.kind == ir::OpKind::Recv && op.stream == ir::Stream::Pipeline ? kRecvQueue : static_cast<int>(op.stream);
@@ -37,8 +37,8 @@ std::string_view queue_name(int queue) {
 }
 
 std::optional<ExecutorKind> parse_executor(std::string_view name) {
-  if (name == "htae") return ExecutorKind::htae;
-  if (name == "program-order") return ExecutorKind::program_order;
+  if (name == "htae") return ExecutorKind::Htae;
+  if (name == "program-order") return ExecutorKind::ProgramOrder;
   return std::nullopt;
 }
 
@@ -139,7 +139,7 @@ class Executor {
         estimator_(cluster.gpu, options.profile),
         memory_(static_cast<int64_t>(classes_.count()), cluster.gpu.memory_bytes, options.record_trace),
         state_(classes_.count()) {
-    queue_count_ = options.executor == ExecutorKind::htae ? kQueueCount : 1;
+    queue_count_ = options.executor == ExecutorKind::Htae ? kQueueCount : 1;
     overlap_rate_ = options.overlap && cluster.runtime.overlap_factor > 0 ? 1 / cluster.runtime.overlap_factor : 1;
   }
 
@@ -338,7 +338,7 @@ void Executor::prepare() {
         OpCostQuery query = compute_query(m_, f_, op, cost);
         priced->second.seconds = estimator_.estimate(query).seconds;
         priced->second.flops = cost.flops;
-        priced->second.matmul = classify_op(query.kind) == OpClass::matmul;
+        priced->second.matmul = classify_op(query.kind) == OpClass::Matmul;
         priced->second.dtype = query.dtype;
       }
       const Priced& price = priced->second;
@@ -799,7 +799,7 @@ SimReport Executor::report() {
   r.num_devices = m_.mesh().size();
   r.model_flops = model_flops_;
   auto dominant = std::max_element(flops_by_dtype_.begin(), flops_by_dtype_.end());
-  r.compute_dtype = *dominant > 0 ? static_cast<ComputeDtype>(dominant - flops_by_dtype_.begin()) : ComputeDtype::fp32;
+  r.compute_dtype = *dominant > 0 ? static_cast<ComputeDtype>(dominant - flops_by_dtype_.begin()) : ComputeDtype::Fp32;
   r.peak_flops_per_gpu = cluster_.gpu.peak(r.compute_dtype);
   if (r.step_time_s > 0 && r.num_devices > 0) {
     double per_gpu = model_flops_ / r.step_time_s / static_cast<double>(r.num_devices);

@@ -25,8 +25,8 @@
 namespace dstc::htae {
 
 enum class ExecutorKind {
-  htae,           // three concurrent streams per device (Proteus)
-  program_order,  // one op at a time per device, every stream in program order (DistIR)
+  Htae,          // three concurrent streams per device (Proteus)
+  ProgramOrder,  // one op at a time per device, every stream in program order (DistIR)
 };
 std::string_view executor_name(ExecutorKind kind);
 
@@ -48,7 +48,7 @@ struct SimOptions {
   const ProfileDatabase* profile = nullptr;  // measured op and collective times
   bool bandwidth_sharing = true;             // false: every transfer gets its route's full bandwidth
   bool overlap = true;                       // false: no comp-comm slowdown
-  ExecutorKind executor = ExecutorKind::htae;
+  ExecutorKind executor = ExecutorKind::Htae;
   bool symmetry = true;       // simulate devices with identical programs once (docs/simulator.md)
   bool record_trace = false;  // keep op spans and memory samples for a Chrome trace
   int trace_all_up_to = 64;   // trace every device of meshes this small, else one per device class
@@ -87,7 +87,7 @@ struct SimTrace {
 struct SimReport {
   std::string function;
   std::string cluster;
-  ExecutorKind executor = ExecutorKind::htae;
+  ExecutorKind executor = ExecutorKind::Htae;
   bool bandwidth_sharing = true;
   bool overlap = true;
   double overlap_factor = 1;
@@ -96,7 +96,7 @@ struct SimReport {
   std::optional<double> samples_per_s;
   std::optional<double> tokens_per_s;
   double model_flops = 0;  // per step, over all devices, without recomputation
-  ComputeDtype compute_dtype = ComputeDtype::fp32;
+  ComputeDtype compute_dtype = ComputeDtype::Fp32;
   double peak_flops_per_gpu = 0;
   double tflops_per_gpu = 0;
   double mfu = 0;
@@ -109,11 +109,11 @@ struct SimReport {
   SimBreakdown breakdown;
   ir::Rank critical_device = 0;
 
-  int64_t num_devices = 0;     // mesh ranks
-  int64_t num_ops = 0;         // IR ops of the function
-  int64_t num_device_ops = 0;  // op executions summed over devices
-  int64_t num_classes = 0;     // device classes actually simulated
-  int64_t num_flows = 0;       // point-to-point transfers in the flow engine
+  int64_t num_devices = 0;         // mesh ranks
+  int64_t num_ops = 0;             // IR ops of the function
+  int64_t num_device_ops = 0;      // op executions summed over devices
+  int64_t num_classes = 0;         // device classes actually simulated
+  int64_t num_flows = 0;           // point-to-point transfers in the flow engine
   int64_t num_mirrored_flows = 0;  // transfers of groups a simulated group mirrors, not simulated
 
   std::optional<SimTrace> trace;

@@ -27,13 +27,13 @@ using NodeGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directe
 
 std::string_view link_kind_name(LinkKind kind) {
   switch (kind) {
-    case LinkKind::nvlink: return "nvlink";
-    case LinkKind::nvswitch: return "nvswitch";
-    case LinkKind::pcie: return "pcie";
-    case LinkKind::socket: return "socket";
-    case LinkKind::gpu_nic: return "gpu-nic";
-    case LinkKind::nic_uplink: return "nic-up";
-    case LinkKind::nic_downlink: return "nic-down";
+    case LinkKind::NvLink: return "nvlink";
+    case LinkKind::NvSwitch: return "nvswitch";
+    case LinkKind::Pcie: return "pcie";
+    case LinkKind::Socket: return "socket";
+    case LinkKind::GpuNic: return "gpu-nic";
+    case LinkKind::NicUplink: return "nic-up";
+    case LinkKind::NicDownlink: return "nic-down";
   }
   return "link";
 }
@@ -50,35 +50,35 @@ void Topology::add_link_pair(LinkKind kind, uint32_t a, uint32_t b, double capac
 
 Topology::Topology(const ClusterSpec& spec) : nodes_(spec.nodes), gpus_per_node_(spec.gpus_per_node) {
   const IntraNodeSpec& intra = spec.intra_node;
-  for (int g = 0; g < gpus_per_node_; ++g) add_vertex(VertexKind::gpu, g);
+  for (int g = 0; g < gpus_per_node_; ++g) add_vertex(VertexKind::Gpu, g);
   switch (intra.kind) {
-    case IntraNodeKind::nvswitch: {
-      uint32_t fabric = add_vertex(VertexKind::nvswitch, 0);
+    case IntraNodeKind::NvSwitch: {
+      uint32_t fabric = add_vertex(VertexKind::NvSwitch, 0);
       for (int g = 0; g < gpus_per_node_; ++g) {
-        add_link_pair(LinkKind::nvswitch, static_cast<uint32_t>(g), fabric, intra.gpu_bandwidth, intra.latency);
+        add_link_pair(LinkKind::NvSwitch, static_cast<uint32_t>(g), fabric, intra.gpu_bandwidth, intra.latency);
       }
       break;
     }
-    case IntraNodeKind::nvlink_mesh:
+    case IntraNodeKind::NvLinkMesh:
       for (const NvlinkPair& p : intra.links) {
-        add_link_pair(LinkKind::nvlink, static_cast<uint32_t>(p.a), static_cast<uint32_t>(p.b),
+        add_link_pair(LinkKind::NvLink, static_cast<uint32_t>(p.a), static_cast<uint32_t>(p.b),
                       intra.link_bandwidth * p.links, intra.latency);
       }
       break;
-    case IntraNodeKind::pcie: {
+    case IntraNodeKind::Pcie: {
       std::vector<uint32_t> sockets;
-      for (int s = 0; s < intra.sockets; ++s) sockets.push_back(add_vertex(VertexKind::cpu_socket, s));
+      for (int s = 0; s < intra.sockets; ++s) sockets.push_back(add_vertex(VertexKind::CpuSocket, s));
       for (int a = 0; a < intra.sockets; ++a) {
         for (int b = a + 1; b < intra.sockets; ++b) {
-          add_link_pair(LinkKind::socket, sockets[a], sockets[b], intra.socket_link_bandwidth, intra.latency);
+          add_link_pair(LinkKind::Socket, sockets[a], sockets[b], intra.socket_link_bandwidth, intra.latency);
         }
       }
       for (size_t i = 0; i < intra.switches.size(); ++i) {
         const PcieSwitch& sw = intra.switches[i];
-        uint32_t v = add_vertex(VertexKind::pcie_switch, static_cast<int>(i));
-        add_link_pair(LinkKind::pcie, v, sockets[sw.socket], sw.uplink_bandwidth, intra.latency);
+        uint32_t v = add_vertex(VertexKind::PcieSwitch, static_cast<int>(i));
+        add_link_pair(LinkKind::Pcie, v, sockets[sw.socket], sw.uplink_bandwidth, intra.latency);
         for (int g : sw.gpus)
-          add_link_pair(LinkKind::pcie, static_cast<uint32_t>(g), v, intra.gpu_bandwidth, intra.latency);
+          add_link_pair(LinkKind::Pcie, static_cast<uint32_t>(g), v, intra.gpu_bandwidth, intra.latency);
       }
       break;
     }
@@ -88,9 +88,9 @@ Topology::Topology(const ClusterSpec& spec) : nodes_(spec.nodes), gpus_per_node_
   // the network core are what the node's GPUs share.
   nic_latency_ = spec.network.nic_latency;
   for (size_t n = 0; n < spec.network.nics.size(); ++n) {
-    uint32_t nic = add_vertex(VertexKind::nic, static_cast<int>(n));
+    uint32_t nic = add_vertex(VertexKind::Nic, static_cast<int>(n));
     for (int g : spec.network.nics[n].gpus) {
-      add_link_pair(LinkKind::gpu_nic, static_cast<uint32_t>(g), nic, spec.network.nic_bandwidth, intra.latency);
+      add_link_pair(LinkKind::GpuNic, static_cast<uint32_t>(g), nic, spec.network.nic_bandwidth, intra.latency);
     }
   }
   compute_routes(spec);
@@ -136,12 +136,12 @@ void Topology::compute_routes(const ClusterSpec& spec) {
   for (size_t n = 0; n < spec.network.nics.size(); ++n) {
     uint32_t nic = static_cast<uint32_t>(
         std::find_if(node_vertices_.begin(), node_vertices_.end(),
-                     [&](const Vertex& v) { return v.kind == VertexKind::nic && v.index == static_cast<int>(n); }) -
+                     [&](const Vertex& v) { return v.kind == VertexKind::Nic && v.index == static_cast<int>(n); }) -
         node_vertices_.begin());
     uplink.push_back(static_cast<LinkId>(node_links_.size()));
-    node_links_.push_back({LinkKind::nic_uplink, spec.network.nic_bandwidth, nic_latency_ / 2, nic, kNetwork});
+    node_links_.push_back({LinkKind::NicUplink, spec.network.nic_bandwidth, nic_latency_ / 2, nic, kNetwork});
     downlink.push_back(static_cast<LinkId>(node_links_.size()));
-    node_links_.push_back({LinkKind::nic_downlink, spec.network.nic_bandwidth, nic_latency_ / 2, kNetwork, nic});
+    node_links_.push_back({LinkKind::NicDownlink, spec.network.nic_bandwidth, nic_latency_ / 2, kNetwork, nic});
   }
   auto nic_vertex = [&](int n) { return node_links_[uplink[n]].from; };
   for (int a = 0; a < g; ++a) {
@@ -187,12 +187,12 @@ std::string Topology::vertex_name(uint32_t vertex) const {
   const Vertex& v = node_vertices_[vertex % node_vertices_.size()];
   size_t node = vertex / node_vertices_.size();
   switch (v.kind) {
-    case VertexKind::gpu: return fmt::format("node {} GPU {}", node, v.index);
-    case VertexKind::nvswitch: return fmt::format("node {} NVSwitch", node);
-    case VertexKind::pcie_switch: return fmt::format("node {} PCIe switch {}", node, v.index);
-    case VertexKind::cpu_socket: return fmt::format("node {} socket {}", node, v.index);
-    case VertexKind::nic: return fmt::format("node {} NIC {}", node, v.index);
-    case VertexKind::network: break;
+    case VertexKind::Gpu: return fmt::format("node {} GPU {}", node, v.index);
+    case VertexKind::NvSwitch: return fmt::format("node {} NVSwitch", node);
+    case VertexKind::PcieSwitch: return fmt::format("node {} PCIe switch {}", node, v.index);
+    case VertexKind::CpuSocket: return fmt::format("node {} socket {}", node, v.index);
+    case VertexKind::Nic: return fmt::format("node {} NIC {}", node, v.index);
+    case VertexKind::Network: break;
   }
   return "network";
 }

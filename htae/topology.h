@@ -20,10 +20,10 @@ namespace dstc::htae {
 
 using LinkId = uint32_t;
 
-enum class LinkKind { nvlink, nvswitch, pcie, socket, gpu_nic, nic_uplink, nic_downlink };
+enum class LinkKind { NvLink, NvSwitch, Pcie, Socket, GpuNic, NicUplink, NicDownlink };
 std::string_view link_kind_name(LinkKind kind);
 
-enum class VertexKind { gpu, nvswitch, pcie_switch, cpu_socket, nic, network };
+enum class VertexKind { Gpu, NvSwitch, PcieSwitch, CpuSocket, Nic, Network };
 
 struct Vertex {
   VertexKind kind;

@@ -41,14 +41,14 @@ void print_summary(std::ostream& out, const htae::ClusterSpec& spec) {
   const IntraNodeSpec& intra = spec.intra_node;
   out << fmt::format("  intra-node   {}, {} per hop", intra_node_kind_name(intra.kind), seconds(intra.latency));
   switch (intra.kind) {
-    case IntraNodeKind::nvswitch:
+    case IntraNodeKind::NvSwitch:
       out << fmt::format(", {} per GPU per direction\n", bytes_per_second(intra.gpu_bandwidth));
       break;
-    case IntraNodeKind::nvlink_mesh:
+    case IntraNodeKind::NvLinkMesh:
       out << fmt::format(", {} GPU pairs linked, {} per NVLink per direction\n", intra.links.size(),
                          bytes_per_second(intra.link_bandwidth));
       break;
-    case IntraNodeKind::pcie:
+    case IntraNodeKind::Pcie:
       out << fmt::format(", {} switches under {} socket{}, {} per GPU, socket link {}\n", intra.switches.size(),
                          intra.sockets, intra.sockets == 1 ? "" : "s", bytes_per_second(intra.gpu_bandwidth),
                          bytes_per_second(intra.socket_link_bandwidth));

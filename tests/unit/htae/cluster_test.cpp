@@ -22,14 +22,14 @@ TEST(Cluster, DgxA100ScalesToMoreNodes) {
   EXPECT_EQ(spec.nodes, 128);
   EXPECT_EQ(spec.num_devices(), 1024);
   EXPECT_EQ(spec.gpu.memory_bytes, 80LL << 30);
-  EXPECT_DOUBLE_EQ(spec.gpu.peak(ComputeDtype::bf16), 312e12);
+  EXPECT_DOUBLE_EQ(spec.gpu.peak(ComputeDtype::Bf16), 312e12);
   EXPECT_EQ(spec.network.nics.size(), 8u);
   EXPECT_EQ(spec.nic_of_gpu(5), 5);
 }
 
 TEST(Cluster, MissingPrecisionFallsBackToFp32) {
   ClusterSpec spec = load_preset("titanxp-pcie-8.toml");
-  EXPECT_DOUBLE_EQ(spec.gpu.peak(ComputeDtype::fp16), 12.15e12);
+  EXPECT_DOUBLE_EQ(spec.gpu.peak(ComputeDtype::Fp16), 12.15e12);
 }
 
 TEST(Cluster, ErrorsPointAtTheValueInTheFile) {

@@ -41,13 +41,13 @@ double simulate(const Topology& topo, const CollectivePlan& plan) {
 }
 
 TEST(Collectives, BusBandwidthFactorsFollowNcclTests) {
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::all_reduce, 8), 14.0 / 8);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::all_gather, 8), 7.0 / 8);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::reduce_scatter, 4), 3.0 / 4);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::all_to_all, 4), 3.0 / 4);
-  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::broadcast, 4), 1.0);
-  EXPECT_EQ(ring_steps(CollectiveKind::all_reduce, 8), 14);
-  EXPECT_EQ(ring_steps(CollectiveKind::all_gather, 8), 7);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::AllReduce, 8), 14.0 / 8);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::AllGather, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::ReduceScatter, 4), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::AllToAll, 4), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveKind::Broadcast, 4), 1.0);
+  EXPECT_EQ(ring_steps(CollectiveKind::AllReduce, 8), 14);
+  EXPECT_EQ(ring_steps(CollectiveKind::AllGather, 8), 7);
 }
 
 // 1 GiB all-reduce over the 8 GPUs of a DGX A100 (300 GB/s per GPU per
@@ -56,14 +56,14 @@ TEST(Collectives, BusBandwidthFactorsFollowNcclTests) {
 TEST(Collectives, AllReduceOnNvswitchIsARing) {
   Topology topo = preset_topology("dgx-a100.toml");
   std::vector<int64_t> group = iota(8);
-  CollectivePlan plan = plan_collective(topo, CollectiveKind::all_reduce, group, kGiB);
-  EXPECT_EQ(plan.algorithm, CollectiveAlgorithm::ring);
+  CollectivePlan plan = plan_collective(topo, CollectiveKind::AllReduce, group, kGiB);
+  EXPECT_EQ(plan.algorithm, CollectiveAlgorithm::Ring);
   ASSERT_EQ(plan.phases.size(), 1u);
   ASSERT_EQ(plan.phases[0].transfers.size(), 8u);
   EXPECT_DOUBLE_EQ(plan.phases[0].transfers[0].bytes, 2 * 7.0 / 8 * kGiB);
   double expected = 14 * 2e-6 + 2 * 7.0 / 8 * kGiB / 300e9;  // 6.2915 ms
   EXPECT_NEAR(plan_time(topo, plan), expected, 1e-12);
-  EXPECT_NEAR(alpha_beta_time(CollectiveKind::all_reduce, 8, kGiB, 2e-6, 300e9), expected, 1e-12);
+  EXPECT_NEAR(alpha_beta_time(CollectiveKind::AllReduce, 8, kGiB, 2e-6, 300e9), expected, 1e-12);
   EXPECT_NEAR(simulate(topo, plan), expected, 1e-9);
 }
 
@@ -74,8 +74,8 @@ TEST(Collectives, AllReduceOnNvswitchIsARing) {
 TEST(Collectives, AllReduceAcrossTwoNodesIsHierarchical) {
   Topology topo = preset_topology("a100-nvlink-2x8.toml");
   std::vector<int64_t> group = iota(16);
-  CollectivePlan plan = plan_collective(topo, CollectiveKind::all_reduce, group, kGiB);
-  EXPECT_EQ(plan.algorithm, CollectiveAlgorithm::hierarchical);
+  CollectivePlan plan = plan_collective(topo, CollectiveKind::AllReduce, group, kGiB);
+  EXPECT_EQ(plan.algorithm, CollectiveAlgorithm::Hierarchical);
   ASSERT_EQ(plan.phases.size(), 3u);
   double intra = 7 * 2e-6 + 7.0 / 8 * kGiB / 300e9;
   double inter = 2 * 7e-6 + kGiB / 25e9;
@@ -88,7 +88,7 @@ TEST(Collectives, AllReduceAcrossTwoNodesIsHierarchical) {
   // NIC, which carries 2 x 15/16 GiB: slower. Each channel's ring has 14
   // NVSwitch hops (2 us) and 2 network hops (7 us); 30 steps pay 30/16 of
   // that sum.
-  CollectivePlan ring = plan_collective(topo, CollectiveKind::all_reduce, group, kGiB, CollectiveAlgorithm::ring);
+  CollectivePlan ring = plan_collective(topo, CollectiveKind::AllReduce, group, kGiB, CollectiveAlgorithm::Ring);
   EXPECT_EQ(ring.phases[0].transfers.size(), 8u * 16);
   EXPECT_NEAR(plan_time(topo, ring), 30 * (14 * 2e-6 + 2 * 7e-6) / 16 + 2 * 15.0 / 16 * kGiB / 25e9, 1e-12);
 }
@@ -101,8 +101,8 @@ TEST(Collectives, AllReduceAcrossTwoNodesIsHierarchical) {
 TEST(Collectives, RingAcrossNodesSpreadsItsChannelsOverTheNics) {
   Topology topo = preset_topology("dgx-a100.toml", {.nodes = 4});
   std::vector<int64_t> group = iota(32);
-  CollectivePlan plan = plan_collective(topo, CollectiveKind::all_gather, group, kGiB);
-  EXPECT_EQ(plan.algorithm, CollectiveAlgorithm::ring);
+  CollectivePlan plan = plan_collective(topo, CollectiveKind::AllGather, group, kGiB);
+  EXPECT_EQ(plan.algorithm, CollectiveAlgorithm::Ring);
   ASSERT_EQ(plan.phases.size(), 1u);
   ASSERT_EQ(plan.phases[0].transfers.size(), 8u * 32);
   double share = 31.0 / 32 * kGiB / 8;
@@ -126,7 +126,7 @@ TEST(Collectives, RingAcrossNodesSpreadsItsChannelsOverTheNics) {
 TEST(Collectives, RingVisitsEachNodesMembersTogether) {
   Topology topo = preset_topology("dgx-a100.toml", {.nodes = 2});
   std::vector<int64_t> group = {0, 8, 1, 9};
-  CollectivePlan plan = plan_collective(topo, CollectiveKind::reduce_scatter, group, 4000);
+  CollectivePlan plan = plan_collective(topo, CollectiveKind::ReduceScatter, group, 4000);
   ASSERT_EQ(plan.phases[0].transfers.size(), 8u);
   int crossings = 0;
   for (const Transfer& t : plan.phases[0].transfers) {
@@ -143,8 +143,8 @@ TEST(Collectives, RingVisitsEachNodesMembersTogether) {
 TEST(Collectives, SmallAllReduceAcrossManyNodesUsesTheTree) {
   Topology topo = preset_topology("dgx-a100.toml", {.nodes = 16});
   std::vector<int64_t> group = iota(128);
-  CollectivePlan plan = plan_collective(topo, CollectiveKind::all_reduce, group, 4096);
-  EXPECT_EQ(plan.algorithm, CollectiveAlgorithm::tree);
+  CollectivePlan plan = plan_collective(topo, CollectiveKind::AllReduce, group, 4096);
+  EXPECT_EQ(plan.algorithm, CollectiveAlgorithm::Tree);
   EXPECT_EQ(plan.phases[0].steps, 14);  // 2 x log2(128)
   EXPECT_EQ(plan.phases[0].transfers.size(), 4u * 127);
 }
@@ -152,20 +152,20 @@ TEST(Collectives, SmallAllReduceAcrossManyNodesUsesTheTree) {
 TEST(Collectives, OtherKindsMakeTheirTransfers) {
   Topology topo = preset_topology("dgx-a100.toml");
   std::vector<int64_t> group = {0, 1, 2, 3};
-  CollectivePlan ag = plan_collective(topo, CollectiveKind::all_gather, group, 400);
+  CollectivePlan ag = plan_collective(topo, CollectiveKind::AllGather, group, 400);
   ASSERT_EQ(ag.phases[0].transfers.size(), 4u);
   EXPECT_DOUBLE_EQ(ag.phases[0].transfers[3].bytes, 300);
   EXPECT_EQ(ag.phases[0].transfers[3].dst, 0);
-  CollectivePlan a2a = plan_collective(topo, CollectiveKind::all_to_all, group, 400);
-  EXPECT_EQ(a2a.algorithm, CollectiveAlgorithm::direct);
+  CollectivePlan a2a = plan_collective(topo, CollectiveKind::AllToAll, group, 400);
+  EXPECT_EQ(a2a.algorithm, CollectiveAlgorithm::Direct);
   EXPECT_EQ(a2a.phases[0].transfers.size(), 12u);
   EXPECT_DOUBLE_EQ(a2a.phases[0].transfers[0].bytes, 100);
   std::vector<int64_t> pair = {5, 2};
-  CollectivePlan p2p = plan_collective(topo, CollectiveKind::send_recv, pair, 64);
+  CollectivePlan p2p = plan_collective(topo, CollectiveKind::SendRecv, pair, 64);
   ASSERT_EQ(p2p.phases[0].transfers.size(), 1u);
   EXPECT_EQ(p2p.phases[0].transfers[0].src, 5);
   CollectivePlan bcast =
-      plan_collective(topo, CollectiveKind::broadcast, group, 64, CollectiveAlgorithm::ring, /*root=*/2);
+      plan_collective(topo, CollectiveKind::Broadcast, group, 64, CollectiveAlgorithm::Ring, /*root=*/2);
   ASSERT_EQ(bcast.phases[0].transfers.size(), 3u);
   EXPECT_EQ(bcast.phases[0].transfers[0].src, 2);
   EXPECT_EQ(bcast.phases[0].transfers[2].dst, 1);

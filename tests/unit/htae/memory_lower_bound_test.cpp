@@ -38,10 +38,10 @@ ClusterSpec two_gpus() {
   c.nodes = 1;
   c.gpus_per_node = 2;
   c.gpu.name = "T";
-  c.gpu.peak_flops[static_cast<size_t>(ComputeDtype::fp32)] = 1e12;
+  c.gpu.peak_flops[static_cast<size_t>(ComputeDtype::Fp32)] = 1e12;
   c.gpu.memory_bytes = int64_t{1} << 30;
   c.gpu.hbm_bandwidth = 1e12;
-  c.intra_node.kind = IntraNodeKind::nvswitch;
+  c.intra_node.kind = IntraNodeKind::NvSwitch;
   c.intra_node.gpu_bandwidth = 1e10;
   return c;
 }

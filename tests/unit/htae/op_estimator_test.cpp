@@ -11,8 +11,8 @@ namespace {
 GpuSpec a100() {
   GpuSpec gpu;
   gpu.name = "A100";
-  gpu.peak_flops[static_cast<size_t>(ComputeDtype::fp32)] = 19.5e12;
-  gpu.peak_flops[static_cast<size_t>(ComputeDtype::bf16)] = 312e12;
+  gpu.peak_flops[static_cast<size_t>(ComputeDtype::Fp32)] = 19.5e12;
+  gpu.peak_flops[static_cast<size_t>(ComputeDtype::Bf16)] = 312e12;
   gpu.memory_bytes = 80LL << 30;
   gpu.hbm_bandwidth = 2039e9;
   gpu.launch_overhead = 4e-6;
@@ -22,7 +22,7 @@ GpuSpec a100() {
 OpCostQuery matmul(int64_t m, int64_t n, int64_t k) {
   OpCostQuery q;
   q.kind = "matmul";
-  q.dtype = ComputeDtype::bf16;
+  q.dtype = ComputeDtype::Bf16;
   q.flops = 2.0 * m * n * k;
   q.bytes_read = 2.0 * (m * k + k * n);
   q.bytes_written = 2.0 * m * n;
@@ -34,10 +34,10 @@ TEST(OpEstimator, EfficiencyCurves) {
   OpEstimator est(a100());
   EXPECT_DOUBLE_EQ(est.matmul_efficiency(128), 0.40);
   EXPECT_DOUBLE_EQ(est.matmul_efficiency(4096), 0.80 * 4096 / 4224);
-  EXPECT_DOUBLE_EQ(est.memory_efficiency(OpClass::elementwise, 256 * 1024), 0.425);
-  EXPECT_DOUBLE_EQ(est.memory_efficiency(OpClass::reduction, 256 * 1024), 0.35);
-  EXPECT_EQ(classify_op("layer_norm"), OpClass::reduction);
-  EXPECT_EQ(classify_op("gelu"), OpClass::elementwise);
+  EXPECT_DOUBLE_EQ(est.memory_efficiency(OpClass::Elementwise, 256 * 1024), 0.425);
+  EXPECT_DOUBLE_EQ(est.memory_efficiency(OpClass::Reduction, 256 * 1024), 0.35);
+  EXPECT_EQ(classify_op("layer_norm"), OpClass::Reduction);
+  EXPECT_EQ(classify_op("gelu"), OpClass::Elementwise);
 }
 
 // 4096^3 bf16 matmul: 2 x 4096^3 FLOPs at 312 TFLOP/s x 0.7758 = 0.5678 ms,
@@ -56,7 +56,7 @@ TEST(OpEstimator, ElementwiseIsMemoryBound) {
   OpEstimator est(a100());
   OpCostQuery add;
   add.kind = "add";
-  add.dtype = ComputeDtype::bf16;
+  add.dtype = ComputeDtype::Bf16;
   add.flops = 64.0 * 1024 * 1024;
   add.bytes_read = 2 * 128.0 * 1024 * 1024;
   add.bytes_written = 128.0 * 1024 * 1024;
@@ -74,8 +74,8 @@ TEST(OpEstimator, ViewsCostNothing) {
 TEST(OpEstimator, ProfileOverridesInterpolatesAndScales) {
   ProfileDatabase db;
   OpCostQuery small = matmul(1024, 1024, 1024), large = matmul(2048, 2048, 2048);
-  db.add(OpProfileEntry{"matmul", ComputeDtype::bf16, small.shape, small.flops, small.bytes(), 1e-5});
-  db.add(OpProfileEntry{"matmul", ComputeDtype::bf16, large.shape, large.flops, large.bytes(), 8e-5});
+  db.add(OpProfileEntry{"matmul", ComputeDtype::Bf16, small.shape, small.flops, small.bytes(), 1e-5});
+  db.add(OpProfileEntry{"matmul", ComputeDtype::Bf16, large.shape, large.flops, large.bytes(), 8e-5});
   OpEstimator est(a100(), &db);
   EXPECT_DOUBLE_EQ(est.estimate(small).seconds, 1e-5);
   // 2 x 1024 x 1024 x 4096 FLOPs is 4x the small entry, whose FLOPs are 1/8
@@ -89,25 +89,25 @@ TEST(OpEstimator, ProfileOverridesInterpolatesAndScales) {
   EXPECT_NEAR(est.estimate(huge).seconds, est.roofline(huge).seconds * ratio, 1e-15);
   // Another dtype has no entries: the roofline.
   OpCostQuery fp32 = small;
-  fp32.dtype = ComputeDtype::fp32;
+  fp32.dtype = ComputeDtype::Fp32;
   EXPECT_FALSE(est.estimate(fp32).from_profile);
 }
 
 TEST(ProfileDatabase, CollectivesInterpolateAlongBytes) {
   ProfileDatabase db;
-  db.add(CollectiveProfileEntry{CollectiveKind::all_reduce, 8, 1e6, 2e-5});
-  db.add(CollectiveProfileEntry{CollectiveKind::all_reduce, 8, 1e8, 8e-4});
-  EXPECT_DOUBLE_EQ(*db.collective_seconds(CollectiveKind::all_reduce, 8, 1e6), 2e-5);
-  EXPECT_NEAR(*db.collective_seconds(CollectiveKind::all_reduce, 8, 1e7), std::sqrt(2e-5 * 8e-4), 1e-15);
-  EXPECT_FALSE(db.collective_seconds(CollectiveKind::all_reduce, 8, 1e9));
-  EXPECT_FALSE(db.collective_seconds(CollectiveKind::all_reduce, 4, 1e7));
+  db.add(CollectiveProfileEntry{CollectiveKind::AllReduce, 8, 1e6, 2e-5});
+  db.add(CollectiveProfileEntry{CollectiveKind::AllReduce, 8, 1e8, 8e-4});
+  EXPECT_DOUBLE_EQ(*db.collective_seconds(CollectiveKind::AllReduce, 8, 1e6), 2e-5);
+  EXPECT_NEAR(*db.collective_seconds(CollectiveKind::AllReduce, 8, 1e7), std::sqrt(2e-5 * 8e-4), 1e-15);
+  EXPECT_FALSE(db.collective_seconds(CollectiveKind::AllReduce, 8, 1e9));
+  EXPECT_FALSE(db.collective_seconds(CollectiveKind::AllReduce, 4, 1e7));
 }
 
 TEST(ProfileDatabase, RoundTripsThroughToml) {
   ProfileDatabase db;
   db.gpu = "A100-SXM4-80GB";
-  db.add(OpProfileEntry{"matmul", ComputeDtype::bf16, {4096, 4096, 4096}, 1.37e11, 1.0e8, 6.1e-4});
-  db.add(CollectiveProfileEntry{CollectiveKind::all_gather, 4, 1048576, 3.25e-5});
+  db.add(OpProfileEntry{"matmul", ComputeDtype::Bf16, {4096, 4096, 4096}, 1.37e11, 1.0e8, 6.1e-4});
+  db.add(CollectiveProfileEntry{CollectiveKind::AllGather, 4, 1048576, 3.25e-5});
   SourceManager sources;
   sources.add("p.toml", db.to_toml());
   DiagnosticEngine diags(sources);
@@ -118,7 +118,7 @@ TEST(ProfileDatabase, RoundTripsThroughToml) {
   EXPECT_EQ(back->ops()[0].shape, (std::vector<int64_t>{4096, 4096, 4096}));
   EXPECT_DOUBLE_EQ(back->ops()[0].seconds, 6.1e-4);
   ASSERT_EQ(back->collectives().size(), 1u);
-  EXPECT_EQ(back->collectives()[0].kind, CollectiveKind::all_gather);
+  EXPECT_EQ(back->collectives()[0].kind, CollectiveKind::AllGather);
   EXPECT_EQ(back->to_toml(), db.to_toml());
 }
 

@@ -30,10 +30,10 @@ ClusterSpec test_cluster(int64_t nodes, int gpus, int64_t memory = int64_t{1} <<
   c.nodes = nodes;
   c.gpus_per_node = gpus;
   c.gpu.name = "T";
-  c.gpu.peak_flops[static_cast<size_t>(ComputeDtype::fp32)] = 1e12;
+  c.gpu.peak_flops[static_cast<size_t>(ComputeDtype::Fp32)] = 1e12;
   c.gpu.memory_bytes = memory;
   c.gpu.hbm_bandwidth = 1e12;
-  c.intra_node.kind = IntraNodeKind::nvswitch;
+  c.intra_node.kind = IntraNodeKind::NvSwitch;
   c.intra_node.gpu_bandwidth = 1e10;
   if (nodes > 1) {
     NicSpec nic;
@@ -48,9 +48,9 @@ ClusterSpec test_cluster(int64_t nodes, int gpus, int64_t memory = int64_t{1} <<
 ProfileDatabase test_profile() {
   ProfileDatabase db;
   db.gpu = "T";
-  db.add(OpProfileEntry{"matmul", ComputeDtype::fp32, {64, 64, 64}, 2.0 * 64 * 64 * 64, 0, 1 * kMs});
-  db.add(OpProfileEntry{"matmul", ComputeDtype::fp32, {64, 256, 64}, 2.0 * 64 * 256 * 64, 0, 1 * kMs});
-  db.add(OpProfileEntry{"relu", ComputeDtype::fp32, {64, 64}, 0, 0, 0.5 * kMs});
+  db.add(OpProfileEntry{"matmul", ComputeDtype::Fp32, {64, 64, 64}, 2.0 * 64 * 64 * 64, 0, 1 * kMs});
+  db.add(OpProfileEntry{"matmul", ComputeDtype::Fp32, {64, 256, 64}, 2.0 * 64 * 256 * 64, 0, 1 * kMs});
+  db.add(OpProfileEntry{"relu", ComputeDtype::Fp32, {64, 64}, 0, 0, 0.5 * kMs});
   return db;
 }
 
@@ -160,7 +160,7 @@ TEST(Simulator, GradientCommunicationSlowsConcurrentComputeByTheOverlapFactor) {
 
 TEST(Simulator, ProgramOrderExecutorSerializesStreams) {
   SimOptions options;
-  options.executor = ExecutorKind::program_order;
+  options.executor = ExecutorKind::ProgramOrder;
   Outcome run = simulate_text(compute_beside_all_reduce("grad"), test_cluster(1, 2), options);
   ASSERT_TRUE(run.report) << run.errors;
   EXPECT_NEAR(run.report->step_time_s, 1.4 * kMs, 1e-12);
@@ -553,7 +553,7 @@ TEST(Simulator, SymmetricClassesMatchPerDeviceSimulation) {
   EXPECT_GT(a->breakdown.bubble_s, 0);
 
   SimOptions serial;
-  serial.executor = ExecutorKind::program_order;
+  serial.executor = ExecutorKind::ProgramOrder;
   std::optional<SimReport> c = simulate(m, cluster, serial, diags);
   ASSERT_TRUE(c);
   EXPECT_GT(c->step_time_s, a->step_time_s);
