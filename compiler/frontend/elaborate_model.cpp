@@ -206,7 +206,7 @@ class ModelElaborator {
 
   std::optional<DType> dtype_of(const Stmt& s, DType fallback) {
     if (s.dtype.empty()) return fallback;
-    if (std::optional<DType> t = parse_dtype(s.dtype)) return t;
+    if (std::optional<DType> t = parse_source_dtype(s.dtype)) return t;
     diags_.error(diag::kTypeMismatch, s.dtype_range,
                  fmt::format("unknown dtype '{}' (dtypes: fp32, fp16, bf16, i32, i64)", s.dtype));
     return std::nullopt;
@@ -291,8 +291,8 @@ class ModelElaborator {
       if (want && *want != have) {
         diags_
             .error(diag::kTypeMismatch, f.call,
-                   fmt::format("input {} of {} must be {}, but is {}", s.name, f.decl->name, dtype_name(*want),
-                               dtype_name(have)))
+                   fmt::format("input {} of {} must be {}, but is {}", s.name, f.decl->name, source_dtype_name(*want),
+                               source_dtype_name(have)))
             .note(s.dtype_range, "declared here");
       }
     }
@@ -835,20 +835,20 @@ std::optional<Value> parse_define_value(const std::string& text) {
 
 }  // namespace
 
-std::string_view dtype_name(DType t) {
+std::string_view source_dtype_name(DType t) {
   switch (t) {
     case DType::F32: return "fp32";
     case DType::F16: return "fp16";
     case DType::BF16: return "bf16";
     case DType::I32: return "i32";
     case DType::I64: return "i64";
+    default: return ir::dtype_name(t);
   }
-  return "fp32";
 }
 
-std::optional<DType> parse_dtype(std::string_view name) {
+std::optional<DType> parse_source_dtype(std::string_view name) {
   for (DType t : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64}) {
-    if (dtype_name(t) == name) return t;
+    if (source_dtype_name(t) == name) return t;
   }
   return std::nullopt;
 }

@@ -552,7 +552,7 @@ class StrategyElaborator {
           diags_.error(diag::kBadConfig, v.args[0].value->range, "interleaved(V) needs an integer V >= 1");
           return;
         }
-        c.kind = ScheduleKind::Interleaved;
+        c.kind = schedule::ScheduleKind::Interleaved;
         c.virtual_stages = a.i;
       } else {
         if (a.type != ValueType::String) {
@@ -567,7 +567,6 @@ class StrategyElaborator {
             error.note(fmt::format("did you mean \"{}\"?", *meant));
           return;
         }
-        c.kind = ScheduleKind::Table;
         c.table = *path;
       }
       return;
@@ -576,7 +575,9 @@ class StrategyElaborator {
     // Kinds are case-insensitive: papers write 1F1B and GPipe.
     std::string kind = k.type == ValueType::Symbol ? lowercase(k.s) : "";
     if (kind == "gpipe" || kind == "1f1b" || kind == "zb_h1") {
-      c.kind = kind == "gpipe" ? ScheduleKind::Gpipe : kind == "1f1b" ? ScheduleKind::OneFOneB : ScheduleKind::ZbH1;
+      c.kind = kind == "gpipe"  ? schedule::ScheduleKind::GPipe
+               : kind == "1f1b" ? schedule::ScheduleKind::OneFOneB
+                                : schedule::ScheduleKind::ZeroBubbleH1;
       return;
     }
     if (k.ok()) {
@@ -956,7 +957,7 @@ class StrategyElaborator {
     TiedParams t;
     t.range = s.range;
     if (s.name == "transmit" || s.name == "replicate") {
-      t.mode = s.name == "transmit" ? TieMode::Transmit : TieMode::Replicate;
+      t.mode = s.name == "transmit" ? ParamSharing::Transmit : ParamSharing::Replicate;
     } else {
       diags_.error(diag::kBadTie, s.name_range, fmt::format("tie mode must be transmit or replicate, not {}", s.name));
       return;
@@ -1013,17 +1014,6 @@ std::string cache_key(const std::string& model, const std::vector<ParamOverride>
 }
 
 }  // namespace
-
-std::string_view schedule_kind_name(ScheduleKind k) {
-  switch (k) {
-    case ScheduleKind::Gpipe: return "gpipe";
-    case ScheduleKind::OneFOneB: return "1f1b";
-    case ScheduleKind::Interleaved: return "interleaved";
-    case ScheduleKind::ZbH1: return "zb_h1";
-    case ScheduleKind::Table: return "table";
-  }
-  return "gpipe";
-}
 
 int64_t Strategy::devices() const {
   int64_t n = 1;

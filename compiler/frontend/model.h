@@ -16,6 +16,7 @@
 #include "compiler/frontend/value.h"
 #include "compiler/ops/op_table.h"
 #include "ir/source/source_manager.h"
+#include "ir/types.h"
 
 namespace dstc::frontend {
 
@@ -27,9 +28,10 @@ inline constexpr int32_t kNone = -1;
 using ops::Dim;
 using ops::OpKind;
 
-enum class DType { F32, F16, BF16, I32, I64 };
-std::string_view dtype_name(DType t);  // fp32, fp16, bf16, i32, i64
-std::optional<DType> parse_dtype(std::string_view name);
+// The IR's dtypes; a model writes five of them, by their source names.
+using ir::DType;
+std::string_view source_dtype_name(DType t);  // fp32, fp16, bf16, i32, i64 (others: their IR names)
+std::optional<DType> parse_source_dtype(std::string_view name);
 
 enum class TensorRole { Input, Param, Activation };
 

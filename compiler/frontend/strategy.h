@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "compiler/frontend/model.h"
+#include "compiler/schedule/schedule_generators.h"
+#include "compiler/strategy/training_choices.h"
 
 namespace dstc::frontend {
 
@@ -32,7 +34,7 @@ struct ClusterReference {
   SourceRange range;
 };
 
-enum class Optimizer { Sgd, Adam };
+using compiler::Optimizer;
 enum class Precision { Fp32, Bf16, Fp16 };
 
 struct RunConfig {
@@ -44,19 +46,16 @@ struct RunConfig {
   SourceRange range;
 };
 
-enum class ScheduleKind { Gpipe, OneFOneB, Interleaved, ZbH1, Table };
-std::string_view schedule_kind_name(ScheduleKind k);
-
 // A schedule config as written on one inner node; unset fields inherit.
 struct ScheduleConfig {
   NodeId node = 0;
   std::optional<int64_t> micro_batches;
   std::optional<int64_t> max_ongoing;
   std::optional<bool> recompute;
-  std::optional<ScheduleKind> kind;
-  int64_t virtual_stages = 1;  // interleaved(v)
-  std::string table;           // table("file.csv"), resolved like imports
-  std::string selector;        // as written; "" for the root
+  std::optional<schedule::ScheduleKind> kind;  // a built-in schedule
+  int64_t virtual_stages = 1;                  // interleaved(v)
+  std::string table;                           // or table("file.csv"), resolved like imports
+  std::string selector;                        // as written; "" for the root
   SourceRange range;
 };
 
@@ -111,11 +110,11 @@ struct PipelinePlacement {
   SourceRange range;
 };
 
-enum class TieMode { Transmit, Replicate };
+using compiler::ParamSharing;
 
 struct TiedParams {
   std::vector<TensorId> params;
-  TieMode mode = TieMode::Transmit;
+  ParamSharing mode = ParamSharing::Transmit;
   SourceRange range;
 };
 

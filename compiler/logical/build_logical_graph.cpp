@@ -11,17 +11,6 @@ namespace {
 
 using ops::OpKind;
 
-ir::DType to_ir(frontend::DType t) {
-  switch (t) {
-    case frontend::DType::F32: return ir::DType::F32;
-    case frontend::DType::F16: return ir::DType::F16;
-    case frontend::DType::BF16: return ir::DType::BF16;
-    case frontend::DType::I32: return ir::DType::I32;
-    case frontend::DType::I64: return ir::DType::I64;
-  }
-  return ir::DType::F32;
-}
-
 const frontend::Value* attr(const frontend::Op& op, std::string_view name) {
   for (const frontend::OpAttr& a : op.attrs)
     if (a.name == name) return &a.value;
@@ -80,7 +69,7 @@ class LogicalGraphBuilder {
       Tensor out;
       out.name = t.name;
       for (const frontend::Dim& d : t.dims) out.dims.push_back({d.name, d.size});
-      out.dtype = to_ir(t.dtype);
+      out.dtype = t.dtype;
       out.kind = t.role == frontend::TensorRole::Param   ? TensorKind::Param
                  : t.role == frontend::TensorRole::Input ? TensorKind::Input
                                                          : TensorKind::Activation;
@@ -310,7 +299,7 @@ class LogicalGraphBuilder {
     const frontend::RunConfig& run = strategy_.run;
     spec.train.training = run.training;
     spec.train.global_batch = run.batch;
-    spec.train.optimizer = run.optimizer == frontend::Optimizer::Sgd ? Optimizer::Sgd : Optimizer::Adam;
+    spec.train.optimizer = run.optimizer;
     spec.train.precision = run.precision == frontend::Precision::Bf16   ? ir::DType::BF16
                            : run.precision == frontend::Precision::Fp16 ? ir::DType::F16
                                                                         : ir::DType::F32;
@@ -340,18 +329,9 @@ class LogicalGraphBuilder {
       if (sc.micro_batches) c.micro_batches = static_cast<int32_t>(*sc.micro_batches);
       if (sc.max_ongoing) c.max_ongoing = static_cast<int32_t>(*sc.max_ongoing);
       c.recompute = sc.recompute;
-      if (sc.kind) {
-        switch (*sc.kind) {
-          case frontend::ScheduleKind::Gpipe: c.kind = schedule::ScheduleKind::GPipe; break;
-          case frontend::ScheduleKind::OneFOneB: c.kind = schedule::ScheduleKind::OneFOneB; break;
-          case frontend::ScheduleKind::Interleaved:
-            c.kind = schedule::ScheduleKind::Interleaved;
-            c.virtual_stages = static_cast<int32_t>(sc.virtual_stages);
-            break;
-          case frontend::ScheduleKind::ZbH1: c.kind = schedule::ScheduleKind::ZeroBubbleH1; break;
-          case frontend::ScheduleKind::Table: c.table = sc.table; break;
-        }
-      }
+      c.kind = sc.kind;
+      if (sc.kind == schedule::ScheduleKind::Interleaved) c.virtual_stages = static_cast<int32_t>(sc.virtual_stages);
+      if (!sc.table.empty()) c.table = sc.table;
       c.where = sc.range;
       spec.schedule[sc.node] = c;
     }
@@ -375,9 +355,7 @@ class LogicalGraphBuilder {
     }
 
     for (const frontend::TiedParams& tie : strategy_.ties)
-      if (!tie.params.empty())
-        spec.memory[tensor(tie.params[0])].sharing =
-            tie.mode == frontend::TieMode::Replicate ? ParamSharing::Replicate : ParamSharing::Transmit;
+      if (!tie.params.empty()) spec.memory[tensor(tie.params[0])].sharing = tie.mode;
 
     if (strategy_.pipeline.present) pipeline(g, spec);
     return spec;

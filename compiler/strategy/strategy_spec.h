@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compiler/schedule/schedule_generators.h"
+#include "compiler/strategy/training_choices.h"
 #include "ir/mesh.h"
 #include "ir/source/source_manager.h"
 
@@ -40,20 +41,13 @@ struct TensorLayoutConfig {
 // as its first use computes it, the gradient as the dual of the value's
 // layout (partial where the value is replicated), the optimizer state as the
 // value. ZeRO-1/2/3 are these set to S(0) on the data-parallel axis.
-//
-// A parameter read on pipeline stages that run on different devices (a tied
-// input embedding and output projection) is either kept on its first stage
-// and sent to the others each step, its gradients sent back (Transmit), or
-// stored on each with its gradients summed across them before the update
-// (Replicate): PiPPy's two modes for multi-use parameters.
-enum class ParamSharing : uint8_t { Transmit, Replicate };
+// A parameter shared by pipeline stages on different devices is sent or
+// replicated (ParamSharing, training_choices.h).
 
 struct ParamMemoryConfig {
   std::optional<TensorLayoutConfig> value, grad, optimizer;
   ParamSharing sharing = ParamSharing::Transmit;
 };
-
-enum class Optimizer : uint8_t { Sgd, Adam };
 
 struct TrainConfig {
   bool training = true;  // false: inference, forward only

@@ -83,7 +83,7 @@ TEST(StrategyElaboration, MegatronConfigs) {
   EXPECT_EQ(ln->sbp[0].dim, "b");
   EXPECT_EQ(ln->sbp[1].kind, SbpKind::Broadcast);
   ASSERT_EQ(s.ties.size(), 1u);
-  EXPECT_EQ(s.ties[0].mode, TieMode::Replicate);
+  EXPECT_EQ(s.ties[0].mode, ParamSharing::Replicate);
 }
 
 TEST(StrategyElaboration, PipelineAndScheduleAndOverrides) {
@@ -95,7 +95,7 @@ TEST(StrategyElaboration, PipelineAndScheduleAndOverrides) {
   ASSERT_TRUE(s.pipeline.present);
   EXPECT_EQ(s.pipeline.stages.size(), 16u);
   ASSERT_EQ(s.schedules.size(), 1u);
-  EXPECT_EQ(s.schedules[0].kind, ScheduleKind::Interleaved);
+  EXPECT_EQ(s.schedules[0].kind, schedule::ScheduleKind::Interleaved);
   EXPECT_EQ(s.schedules[0].virtual_stages, 2);
   EXPECT_EQ(s.schedules[0].micro_batches, 192);
   EXPECT_EQ(s.model->batch, 1536);  // the train batch sized the model

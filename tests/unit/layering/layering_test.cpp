@@ -27,7 +27,8 @@ const std::vector<Rule>& rules() {
       {"htae/", {"htae/", "ir/"}},
       {"backends/", {"backends/", "ir/"}},
       {"compiler/ops/", {"compiler/ops/"}},
-      {"compiler/frontend/", {"compiler/frontend/", "compiler/ops/", "ir/"}},
+      {"compiler/frontend/",
+       {"compiler/frontend/", "compiler/ops/", "compiler/schedule/", "compiler/strategy/training_choices.h", "ir/"}},
       {"compiler/schedule/", {"compiler/schedule/", "ir/source/"}},
       // The middle end: the logical graph (not its builder, which reads the
       // front end), every stage after it, the ops and the IR.
