@@ -41,13 +41,10 @@ struct CompileOptions {
 };
 
 std::optional<htae::SimReport> simulate(const CompileOptions& o, const LoadedStrategy& loaded,
+                                        const compiler::LogicalProgram& logical,
                                         const compiler::CompiledStrategy& compiled,
                                         const std::optional<htae::ProfileDatabase>& profile, DiagnosticEngine& diags) {
-  const frontend::Strategy& s = loaded.strategy->strategy;
-  htae::SimOptions options;
-  options.global_batch = s.run.batch * s.run.accumulate;
-  // Tokens per second only for models whose first input is [batch, seq, ...].
-  if (std::optional<int64_t> seq = model_sequence_length(*s.model); seq && *seq > 1) options.sequence_length = *seq;
+  htae::SimOptions options = simulation_options(logical);
   options.profile = profile ? &*profile : nullptr;
   options.bandwidth_sharing = !o.no_bandwidth_sharing;
   options.overlap = !o.no_overlap;
@@ -102,7 +99,7 @@ int run_compile(CommandContext& ctx, const CompileOptions& o) {
   std::future<bool> verified = std::async(o.simulate ? std::launch::async : std::launch::deferred,
                                           [&] { return ir::verify_module(compiled->module, verify_diags); });
   std::optional<htae::SimReport> report;
-  if (o.simulate) report = simulate(o, *loaded, *compiled, profile, diags);
+  if (o.simulate) report = simulate(o, *loaded, *logical, *compiled, profile, diags);
   if (!verified.get()) {
     ctx.err << "dstc: internal error: the compiler produced IR that does not verify:\n";
     verify_diags.render(ctx.err, ctx.color);

@@ -40,14 +40,29 @@ class LogicalGraphBuilder {
       for (Tensor& t : graph_.tensors)
         if (t.batch_axis >= 0) t.dims[t.batch_axis].size = batch;
     }
-    LogicalProgram out{std::move(graph_), {}};
+    LogicalProgram out;
+    out.graph = std::move(graph_);
     out.spec = single_device ? single_device_spec(out.graph) : strategy_spec(out.graph);
     if (!ok_) return std::nullopt;
+    out.samples_per_step = batch;
+    out.tokens_per_sample = tokens_per_sample();
     return out;
   }
 
  private:
   int32_t tensor(frontend::TensorId t) const { return t < 0 ? -1 : tensor_map_[t]; }
+
+  // The dim named `s` or `seq` right after the batch dim of an input: an
+  // MLP's [b, h] input has no sequence, its hidden size is not one.
+  std::optional<int64_t> tokens_per_sample() const {
+    for (frontend::TensorId t : model_.inputs) {
+      const auto& dims = model_.tensors[t].dims;
+      if (dims.size() >= 2 && dims[0].name == model_.batch_dim && (dims[1].name == "s" || dims[1].name == "seq") &&
+          dims[1].size > 1)
+        return dims[1].size;
+    }
+    return std::nullopt;
+  }
 
   void build_nodes() {
     for (size_t i = 0; i < model_.nodes.size(); ++i) {

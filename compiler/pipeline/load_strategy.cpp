@@ -62,15 +62,11 @@ std::optional<LoadedStrategy> load_strategy(const StrategyRequest& request, Sour
   return out;
 }
 
-std::optional<int64_t> model_sequence_length(const frontend::Model& model) {
-  // The dim named `s` or `seq` right after the batch dim: an MLP's [b, h]
-  // input has no sequence, its hidden size is not one.
-  for (frontend::TensorId t : model.inputs) {
-    const auto& dims = model.tensors[t].dims;
-    if (dims.size() >= 2 && dims[0].name == model.batch_dim && (dims[1].name == "s" || dims[1].name == "seq"))
-      return dims[1].size;
-  }
-  return std::nullopt;
+htae::SimOptions simulation_options(const compiler::LogicalProgram& program) {
+  htae::SimOptions options;
+  options.global_batch = program.samples_per_step;
+  options.sequence_length = program.tokens_per_sample;
+  return options;
 }
 
 }  // namespace dstc

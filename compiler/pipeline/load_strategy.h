@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "compiler/frontend/frontend.h"
+#include "compiler/logical/build_logical_graph.h"
 #include "htae/cluster_spec.h"
+#include "htae/simulator.h"
 
 namespace dstc {
 
@@ -36,8 +38,8 @@ std::optional<htae::ClusterSpec> load_strategy_cluster(const frontend::CheckedSt
                                                        const std::string& cluster_override, SourceManager& sources,
                                                        DiagnosticEngine& diags);
 
-// Tokens per sample for models with an input [batch, s, ...] (the second dim
-// named `s` or `seq`), for the simulator's tokens/s; nullopt otherwise.
-std::optional<int64_t> model_sequence_length(const frontend::Model& model);
+// What the simulator needs of a program beyond its IR: samples per step
+// and tokens per sample, for throughput.
+htae::SimOptions simulation_options(const compiler::LogicalProgram& program);
 
 }  // namespace dstc

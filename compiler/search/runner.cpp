@@ -99,11 +99,7 @@ void compile_and_simulate(const frontend::Strategy& strategy, const htae::Cluste
         return out_of_memory_by_bound(*bound);
       }
     }
-    htae::SimOptions options;
-    options.global_batch = strategy.run.batch * strategy.run.accumulate;
-    if (std::optional<int64_t> seq = model_sequence_length(*strategy.model); seq && *seq > 1) {
-      options.sequence_length = *seq;
-    }
+    htae::SimOptions options = simulation_options(*logical);
     std::optional<htae::SimReport> report = htae::simulate(compiled.module, cluster, options, diags);
     if (!report) return fail();
     out.status = report->oom ? ConfigStatus::out_of_memory : ConfigStatus::ranked;

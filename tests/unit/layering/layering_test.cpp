@@ -38,7 +38,7 @@ const std::vector<Rule>& rules() {
       {"compiler/logical/",
        {"compiler/logical/", "compiler/frontend/", "compiler/strategy/", "compiler/schedule/", "compiler/ops/", "ir/"}},
       // Loading: the front end and the cluster files.
-      {"compiler/pipeline/", {"compiler/pipeline/", "compiler/frontend/", "htae/", "ir/"}},
+      {"compiler/pipeline/", {"compiler/pipeline/", "compiler/frontend/", "compiler/logical/", "htae/", "ir/"}},
       // Search runs the whole chain and the simulator, below the driver.
       {"compiler/search/",
        {"compiler/search/", "compiler/pipeline/", "compiler/compile_strategy.h", "compiler/logical/",
