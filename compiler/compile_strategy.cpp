@@ -3,11 +3,12 @@
 namespace dstc::compiler {
 
 std::optional<PlannedStrategy> plan_strategy(const LogicalGraph& graph, const StrategySpec& spec,
-                                             SourceManager& sources, DiagnosticEngine& diags) {
-  std::optional<ResolvedStrategy> resolved = resolve_strategy(graph, spec, sources, diags);
+                                             SourceManager& sources, DiagnosticEngine& diags,
+                                             const PlanOptions& options) {
+  std::optional<ResolvedStrategy> resolved = resolve_strategy(graph, spec, sources, diags, options);
   if (!resolved) return std::nullopt;
   size_t errors_before = diags.error_count();
-  SbpAssignment sbp = assign_sbp(graph, spec, {spec.pipeline.axis, resolved->micro_batches}, diags);
+  SbpAssignment sbp = assign_sbp(graph, spec, {spec.pipeline.axis, resolved->batch_splits}, diags);
   if (diags.error_count() != errors_before) return std::nullopt;
   return PlannedStrategy{std::move(*resolved), std::move(sbp)};
 }
@@ -19,8 +20,9 @@ CompiledStrategy lower_planned(const LogicalGraph& graph, const StrategySpec& sp
 }
 
 std::optional<CompiledStrategy> compile_strategy(const LogicalGraph& graph, const StrategySpec& spec,
-                                                 SourceManager& sources, DiagnosticEngine& diags) {
-  std::optional<PlannedStrategy> planned = plan_strategy(graph, spec, sources, diags);
+                                                 SourceManager& sources, DiagnosticEngine& diags,
+                                                 const PlanOptions& options) {
+  std::optional<PlannedStrategy> planned = plan_strategy(graph, spec, sources, diags, options);
   if (!planned) return std::nullopt;
   return lower_planned(graph, spec, std::move(*planned), sources);
 }

@@ -28,9 +28,11 @@ struct CompiledStrategy {
 
 // nullopt when the strategy has errors (reported to `diags`).
 std::optional<PlannedStrategy> plan_strategy(const LogicalGraph& graph, const StrategySpec& spec,
-                                             SourceManager& sources, DiagnosticEngine& diags);
+                                             SourceManager& sources, DiagnosticEngine& diags,
+                                             const PlanOptions& options = {});
 std::optional<CompiledStrategy> compile_strategy(const LogicalGraph& graph, const StrategySpec& spec,
-                                                 SourceManager& sources, DiagnosticEngine& diags);
+                                                 SourceManager& sources, DiagnosticEngine& diags,
+                                                 const PlanOptions& options = {});
 // Lowers what plan_strategy returned.
 CompiledStrategy lower_planned(const LogicalGraph& graph, const StrategySpec& spec, PlannedStrategy planned,
                                const SourceManager& sources);

@@ -38,12 +38,9 @@ std::optional<VerifyPrograms> compile_verify_programs(const StrategyRequest& req
   // one the reference must cut the batch as the strategy does.
   const int32_t reference_micro_batches =
       reference::reference_micro_batches(compiled->module, compiled->resolved.micro_batches);
-  if (reference_micro_batches > 1) {
-    compiler::ScheduleConfig root;
-    root.micro_batches = reference_micro_batches;
-    single->spec.schedule[0] = root;
-  }
-  auto reference = compiler::compile_strategy(single->graph, single->spec, sources, diags);
+  compiler::PlanOptions reference_plan;
+  reference_plan.micro_batches = reference_micro_batches;
+  auto reference = compiler::compile_strategy(single->graph, single->spec, sources, diags, reference_plan);
   if (!reference || !ir::verify_module(compiled->module, diags) || !ir::verify_module(reference->module, diags) ||
       !compiled->module.find_function("train_step") || !reference->module.find_function("train_step")) {
     internal = true;

@@ -189,7 +189,7 @@ ir::TensorType Lowering::local_type(int32_t tensor, const ir::Layout& layout, ir
   const Tensor& t = graph.tensors[tensor];
   std::vector<int64_t> dims;
   for (const Dim& d : t.dims) dims.push_back(d.size);
-  if (t.batch_axis >= 0) dims[t.batch_axis] /= resolved.micro_batches;
+  if (t.batch_axis >= 0) dims[t.batch_axis] /= resolved.batch_splits;
   for (size_t a = 0; a < layout.size(); ++a)
     if (layout[a].kind == ir::Sbp::Split) dims[layout[a].dim] /= spec.mesh.axes()[a].size;
   return ir::TensorType(dtype, dims);
@@ -352,7 +352,7 @@ ir::ValueId Lowering::input_value(int32_t t, int32_t mb, int32_t stage, bool rec
     data.data = module_.intern(tensor.name);
     data.batch_axis = tensor.batch_axis;
     data.micro_batch = micro_batched ? mb : -1;
-    data.micro_batches = resolved.micro_batches;
+    data.micro_batches = resolved.batch_splits;
     data.values = input_values(graph, t);
     ir::ValueId arg = builder().add_arg(name, ir::ArgKind::Input, local_type(t, sbp.layouts[t], compute_dtype(t)),
                                         stage_devices_[stage], module_.intern_layout(sbp.layouts[t]), data);

@@ -8,44 +8,6 @@
 #include "htae/simulator.h"
 
 namespace dstc::search {
-namespace {
-
-// Shrinks a logical program's batch to `micro_batches` micro-batches of the
-// size it has with `planned_micro_batches`, and restores it when destroyed.
-class FewerMicroBatches {
- public:
-  FewerMicroBatches(compiler::LogicalProgram& logical, int32_t planned_micro_batches, int32_t micro_batches)
-      : logical_(logical) {
-    for (compiler::Tensor& t : logical_.graph.tensors) {
-      if (t.batch_axis < 0) continue;
-      int64_t& size = t.dims[t.batch_axis].size;
-      batch_sizes_.push_back(size);
-      size = size / planned_micro_batches * micro_batches;
-    }
-    for (std::optional<compiler::ScheduleConfig>& c : logical_.spec.schedule) {
-      micro_batch_configs_.push_back(c ? c->micro_batches : std::nullopt);
-      if (c && c->micro_batches) c->micro_batches = micro_batches;
-    }
-  }
-  ~FewerMicroBatches() {
-    size_t next = 0;
-    for (compiler::Tensor& t : logical_.graph.tensors) {
-      if (t.batch_axis >= 0) t.dims[t.batch_axis].size = batch_sizes_[next++];
-    }
-    for (size_t n = 0; n < logical_.spec.schedule.size(); ++n) {
-      if (logical_.spec.schedule[n]) logical_.spec.schedule[n]->micro_batches = micro_batch_configs_[n];
-    }
-  }
-  FewerMicroBatches(const FewerMicroBatches&) = delete;
-  FewerMicroBatches& operator=(const FewerMicroBatches&) = delete;
-
- private:
-  compiler::LogicalProgram& logical_;
-  std::vector<int64_t> batch_sizes_;
-  std::vector<std::optional<int32_t>> micro_batch_configs_;
-};
-
-}  // namespace
 
 std::optional<int32_t> fewest_micro_batches(const compiler::ResolvedStrategy& resolved) {
   const compiler::ResolvedSchedule& schedule = resolved.schedule[resolved.schedule_node];
@@ -56,14 +18,15 @@ std::optional<int32_t> fewest_micro_batches(const compiler::ResolvedStrategy& re
   return fewest;
 }
 
-std::optional<htae::MemoryLowerBound> memory_bound_exceeding(compiler::LogicalProgram& logical,
+std::optional<htae::MemoryLowerBound> memory_bound_exceeding(const compiler::LogicalProgram& logical,
                                                              const compiler::PlannedStrategy& planned,
                                                              int32_t micro_batches, const htae::ClusterSpec& cluster,
                                                              SourceManager& sources) {
-  FewerMicroBatches probe(logical, planned.resolved.micro_batches, micro_batches);
+  compiler::PlanOptions probe;
+  probe.micro_batches_run = micro_batches;
   DiagnosticEngine diags(sources);
   std::optional<compiler::ResolvedStrategy> resolved =
-      compiler::resolve_strategy(logical.graph, logical.spec, sources, diags);
+      compiler::resolve_strategy(logical.graph, logical.spec, sources, diags, probe);
   if (!resolved) return std::nullopt;
   ir::Module module = compiler::lower_to_ir(logical.graph, logical.spec, planned.sbp, *resolved, sources);
   // The configuration's own schedule says how many micro-batches are held.

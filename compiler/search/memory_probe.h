@@ -33,9 +33,8 @@ std::optional<int32_t> fewest_micro_batches(const compiler::ResolvedStrategy& re
 // lowered with `micro_batches` micro-batches of the same size and the same
 // SBP plan, when it exceeds `cluster`'s device memory; nullopt when the
 // bound fits or the probe does not resolve (the configuration is then
-// compiled and simulated as usual). `logical` is resized for the probe and
-// restored before returning.
-std::optional<htae::MemoryLowerBound> memory_bound_exceeding(compiler::LogicalProgram& logical,
+// compiled and simulated as usual): a plan option, the program is left as is.
+std::optional<htae::MemoryLowerBound> memory_bound_exceeding(const compiler::LogicalProgram& logical,
                                                              const compiler::PlannedStrategy& planned,
                                                              int32_t micro_batches, const htae::ClusterSpec& cluster,
                                                              SourceManager& sources);

@@ -67,7 +67,8 @@ SourceRange config_range(const StrategySpec& spec, int32_t node) {
 }  // namespace
 
 std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, const StrategySpec& spec,
-                                                 SourceManager& sources, DiagnosticEngine& diags) {
+                                                 SourceManager& sources, DiagnosticEngine& diags,
+                                                 const PlanOptions& options) {
   size_t errors_before = diags.error_count();
   ResolvedStrategy out;
   out.schedule = inherit_schedules(graph, spec);
@@ -76,16 +77,19 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
   // The pipelined node's schedule drives the pipeline; explicit stage lists
   // (and no pipeline) take the root's.
   out.schedule_node = pipelined && spec.pipeline.node >= 0 ? spec.pipeline.node : 0;
-  const ResolvedSchedule& root = out.schedule[out.schedule_node];
+  ResolvedSchedule& root = out.schedule[out.schedule_node];
+  if (options.micro_batches) root.micro_batches = *options.micro_batches;
+  out.batch_splits = root.micro_batches;
+  if (options.micro_batches_run) root.micro_batches = *options.micro_batches_run;
   out.micro_batches = root.micro_batches;
   SourceRange schedule_where = config_range(spec, root.set_at);
 
   for (int32_t t : graph.inputs) {
     const Tensor& in = graph.tensors[t];
-    if (in.batch_axis >= 0 && in.dims[in.batch_axis].size % out.micro_batches != 0) {
+    if (in.batch_axis >= 0 && in.dims[in.batch_axis].size % out.batch_splits != 0) {
       diags
           .error(diag::kMicroBatches, schedule_where,
-                 fmt::format("{} micro-batches do not divide the batch of {} ({} samples)", out.micro_batches, in.name,
+                 fmt::format("{} micro-batches do not divide the batch of {} ({} samples)", out.batch_splits, in.name,
                              in.dims[in.batch_axis].size))
           .note(in.where, "the input is declared here");
       break;

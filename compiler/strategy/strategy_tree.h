@@ -31,7 +31,8 @@ struct ResolvedStrategy {
   std::vector<int32_t> stage_of_op;        // per op
   int32_t num_stages = 1;
   int32_t pipeline_ranks = 1;  // size of the pipeline mesh axis
-  int32_t micro_batches = 1;
+  int32_t micro_batches = 1;   // how many run
+  int32_t batch_splits = 1;    // how many the batch is cut into, which sizes each (micro_batches but in a probe)
   schedule::ScheduleTable table;
   // Per op: the node whose forward a backward block replays as one, just
   // before that node's backward (a layer of a repeat, else a top-level
@@ -41,9 +42,21 @@ struct ResolvedStrategy {
   bool recompute(int32_t op) const { return recompute_unit[op] >= 0; }
 };
 
+// How to plan a strategy beyond what it says.
+struct PlanOptions {
+  // Cut the batch into this many micro-batches, whatever the strategy says
+  // (verify's single-device reference of a model with batch norm).
+  std::optional<int32_t> micro_batches;
+  // Run only the first this many of the micro-batches, of the size the
+  // strategy's count gives them (the search's memory probe: what a step
+  // with fewer micro-batches holds).
+  std::optional<int32_t> micro_batches_run;
+};
+
 // nullopt when the strategy cannot be resolved (diagnostics reported).
-// `load_table` reads a CSV schedule table named by a config.
+// A schedule table named by a config is read from its file.
 std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, const StrategySpec& spec,
-                                                 SourceManager& sources, DiagnosticEngine& diags);
+                                                 SourceManager& sources, DiagnosticEngine& diags,
+                                                 const PlanOptions& options = {});
 
 }  // namespace dstc::compiler

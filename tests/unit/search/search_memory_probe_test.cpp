@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "compiler/compile_strategy.h"
 #include "compiler/frontend/frontend.h"
 #include "compiler/logical/build_logical_graph.h"
+#include "compiler/lowering/lowering.h"
 #include "compiler/search/memory_probe.h"
 #include "ir/printer.h"
 
@@ -124,19 +127,31 @@ TEST(SearchMemoryProbe, BoundIsTheBoundOfTheSameMicroBatchesCompiledAlone) {
   EXPECT_EQ(memory_bound_exceeding(*whole->logical, *whole->planned, 1, enough, whole->sources), std::nullopt);
 }
 
-// The probe lends itself the configuration's program and gives it back:
-// lowering after a probe gives the module lowering without one gives.
-TEST(SearchMemoryProbe, LeavesTheConfigurationAsItFoundIt) {
-  auto probed = plan("Interleaved", {});
-  auto untouched = plan("Interleaved", {});
-  ASSERT_TRUE(probed->planned && untouched->planned);
-  htae::ClusterSpec no_memory = cluster_with_memory(probed->sources, 0);
-  ASSERT_TRUE(memory_bound_exceeding(*probed->logical, *probed->planned, 2, no_memory, probed->sources));
-  auto lower = [](Planned& p) {
-    return ir::print_module(
-        compiler::lower_planned(p.logical->graph, p.logical->spec, std::move(*p.planned), p.sources).module);
+// The probe is a plan option: the first micro-batches of the strategy's
+// size run, and the program is left as it is.
+TEST(SearchMemoryProbe, RunsFewerMicroBatchesOfTheSameSize) {
+  auto p = plan("Interleaved", {});
+  ASSERT_TRUE(p->planned);
+  compiler::PlanOptions probe;
+  probe.micro_batches_run = 2;
+  DiagnosticEngine diags(p->sources);
+  auto resolved = compiler::resolve_strategy(p->logical->graph, p->logical->spec, p->sources, diags, probe);
+  ASSERT_TRUE(resolved);
+  EXPECT_EQ(resolved->micro_batches, 2);
+  EXPECT_EQ(resolved->batch_splits, 8);
+  ir::Module fewer = compiler::lower_to_ir(p->logical->graph, p->logical->spec, p->planned->sbp, *resolved, p->sources);
+  ir::Module all =
+      compiler::lower_planned(p->logical->graph, p->logical->spec, std::move(*p->planned), p->sources).module;
+  auto inputs = [](const ir::Module& m) {
+    std::map<std::string, std::string> out;  // micro-batch input -> its type
+    const ir::Function& f = m.functions.front();
+    for (const ir::Arg& a : f.args)
+      if (a.kind == ir::ArgKind::Input) out[m.value_name(f, a.value)] = ir::to_string(m.value_type(f, a.value));
+    return out;
   };
-  EXPECT_EQ(lower(*probed), lower(*untouched));
+  std::map<std::string, std::string> few = inputs(fewer), every = inputs(all);
+  EXPECT_EQ(few.size() * 4, every.size());
+  for (const auto& [name, type] : few) EXPECT_EQ(type, every[name]) << name;
 }
 
 }  // namespace
