@@ -29,7 +29,7 @@ std::optional<dstc::compiler::CompiledStrategy> compile(const Case& c, int64_t& 
   if (diags.has_errors() || front->strategies.empty()) return std::nullopt;
   auto logical = dstc::compiler::build_logical_program(front->strategies.front().strategy, diags);
   if (!logical) return std::nullopt;
-  auto compiled = dstc::compiler::compile_strategy(logical->graph, logical->spec, sources, diags);
+  auto compiled = dstc::compiler::compile_strategy(*logical, sources, diags);
   if (compiled) {
     ops = static_cast<int64_t>(compiled->module.functions.front().ops.size());
     devices = compiled->module.mesh().size();

@@ -1,10 +1,11 @@
-// The compiler's middle end in one call: resolve the strategy tree, assign
-// SBP signatures, and lower to IR.
+// The compiler's middle end: a logical program planned (strategy tree
+// resolved, SBP signatures assigned), then lowered to IR; each step takes
+// the value the one before it gives.
 #pragma once
 
 #include <optional>
 
-#include "compiler/logical/logical_graph.h"
+#include "compiler/logical/logical_program.h"
 #include "compiler/lowering/lowering.h"
 #include "compiler/sbp/sbp_propagation.h"
 #include "compiler/strategy/strategy_spec.h"
@@ -13,28 +14,20 @@
 
 namespace dstc::compiler {
 
-// The strategy checked and planned, not yet lowered: every error a strategy
-// can have is found by here (lowering reports none).
-struct PlannedStrategy {
-  ResolvedStrategy resolved;
-  SbpAssignment sbp;
-};
-
 struct CompiledStrategy {
   ResolvedStrategy resolved;
   SbpAssignment sbp;
   ir::Module module;
 };
 
-// nullopt when the strategy has errors (reported to `diags`).
-std::optional<PlannedStrategy> plan_strategy(const LogicalGraph& graph, const StrategySpec& spec,
-                                             SourceManager& sources, DiagnosticEngine& diags,
-                                             const PlanOptions& options = {});
-std::optional<CompiledStrategy> compile_strategy(const LogicalGraph& graph, const StrategySpec& spec,
-                                                 SourceManager& sources, DiagnosticEngine& diags,
-                                                 const PlanOptions& options = {});
+// Planning: the strategy tree resolved and SBP assigned. nullopt when the
+// strategy has errors (reported to `diags`). The plan points at `program`.
+std::optional<PlannedStrategy> plan_strategy(const LogicalProgram& program, SourceManager& sources,
+                                             DiagnosticEngine& diags, const PlanOptions& options = {});
 // Lowers what plan_strategy returned.
-CompiledStrategy lower_planned(const LogicalGraph& graph, const StrategySpec& spec, PlannedStrategy planned,
-                               const SourceManager& sources);
+CompiledStrategy lower_planned(PlannedStrategy planned, const SourceManager& sources);
+// Both.
+std::optional<CompiledStrategy> compile_strategy(const LogicalProgram& program, SourceManager& sources,
+                                                 DiagnosticEngine& diags, const PlanOptions& options = {});
 
 }  // namespace dstc::compiler

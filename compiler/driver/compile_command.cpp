@@ -83,8 +83,7 @@ int run_compile(CommandContext& ctx, const CompileOptions& o) {
   if (!loaded) return finish(kExitInputErrors);
   std::optional<compiler::LogicalProgram> logical = compiler::build_logical_program(loaded->strategy->strategy, diags);
   if (!logical) return finish(kExitInputErrors);
-  std::optional<compiler::CompiledStrategy> compiled =
-      compiler::compile_strategy(logical->graph, logical->spec, sources, diags);
+  std::optional<compiler::CompiledStrategy> compiled = compiler::compile_strategy(*logical, sources, diags);
   if (!compiled) return finish(kExitInputErrors);
   // Loaded before verification starts: loading adds to the sources both read.
   std::optional<htae::ProfileDatabase> profile;

@@ -32,7 +32,7 @@ std::optional<VerifyPrograms> compile_verify_programs(const StrategyRequest& req
   auto distributed = compiler::build_logical_program(strategy, diags);
   auto single = compiler::build_single_device_program(strategy, diags);
   if (!distributed || !single) return std::nullopt;
-  auto compiled = compiler::compile_strategy(distributed->graph, distributed->spec, sources, diags);
+  auto compiled = compiler::compile_strategy(*distributed, sources, diags);
   if (!compiled) return std::nullopt;
   // Batch norm normalises each micro-batch by its own statistics, so with
   // one the reference must cut the batch as the strategy does.
@@ -40,7 +40,7 @@ std::optional<VerifyPrograms> compile_verify_programs(const StrategyRequest& req
       reference::reference_micro_batches(compiled->module, compiled->resolved.micro_batches);
   compiler::PlanOptions reference_plan;
   reference_plan.micro_batches = reference_micro_batches;
-  auto reference = compiler::compile_strategy(single->graph, single->spec, sources, diags, reference_plan);
+  auto reference = compiler::compile_strategy(*single, sources, diags, reference_plan);
   if (!reference || !ir::verify_module(compiled->module, diags) || !ir::verify_module(reference->module, diags) ||
       !compiled->module.find_function("train_step") || !reference->module.find_function("train_step")) {
     internal = true;

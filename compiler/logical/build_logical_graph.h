@@ -11,21 +11,11 @@
 #include <optional>
 
 #include "compiler/frontend/strategy.h"
-#include "compiler/logical/logical_graph.h"
+#include "compiler/logical/logical_program.h"
 #include "compiler/strategy/strategy_spec.h"
 #include "ir/source/diagnostics.h"
 
 namespace dstc::compiler {
-
-struct LogicalProgram {
-  LogicalGraph graph;
-  StrategySpec spec;
-  // For throughput figures: samples per optimizer step (the global batch
-  // times the accumulation steps), and tokens per sample for models whose
-  // input is [batch, s or seq, ...] with more than one token (else none).
-  int64_t samples_per_step = 0;
-  std::optional<int64_t> tokens_per_sample;
-};
 
 // The strategy as written. nullopt when the model uses what the compiler
 // cannot lower (reported to `diags`).

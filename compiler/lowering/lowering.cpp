@@ -606,9 +606,8 @@ ir::Module Lowering::run() {
   return std::move(module_);
 }
 
-ir::Module lower_to_ir(const LogicalGraph& graph, const StrategySpec& spec, const SbpAssignment& sbp,
-                       const ResolvedStrategy& resolved, const SourceManager& sources) {
-  return Lowering(graph, spec, sbp, resolved, sources).run();
+ir::Module lower_to_ir(const PlannedStrategy& plan, const SourceManager& sources) {
+  return Lowering(plan.program->graph, plan.program->spec, plan.sbp, plan.resolved, sources).run();
 }
 
 }  // namespace dstc::compiler

@@ -12,7 +12,7 @@
 // order follows the pipeline schedule table, step by step.
 #pragma once
 
-#include "compiler/logical/logical_graph.h"
+#include "compiler/logical/logical_program.h"
 #include "compiler/sbp/sbp_propagation.h"
 #include "compiler/strategy/strategy_spec.h"
 #include "compiler/strategy/strategy_tree.h"
@@ -20,7 +20,16 @@
 
 namespace dstc::compiler {
 
-ir::Module lower_to_ir(const LogicalGraph& graph, const StrategySpec& spec, const SbpAssignment& sbp,
-                       const ResolvedStrategy& resolved, const SourceManager& sources);
+// What planning hands to lowering: the program, its resolved strategy tree
+// and its SBP plan. Every error a strategy can have is found by here
+// (lowering reports none).
+struct PlannedStrategy {
+  const LogicalProgram* program = nullptr;  // what was planned; outlives the plan
+  ResolvedStrategy resolved;
+  SbpAssignment sbp;
+};
+
+// `sources` names the files of the IR's locations.
+ir::Module lower_to_ir(const PlannedStrategy& plan, const SourceManager& sources);
 
 }  // namespace dstc::compiler

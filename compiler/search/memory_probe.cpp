@@ -28,7 +28,7 @@ std::optional<htae::MemoryLowerBound> memory_bound_exceeding(const compiler::Log
   std::optional<compiler::ResolvedStrategy> resolved =
       compiler::resolve_strategy(logical.graph, logical.spec, sources, diags, probe);
   if (!resolved) return std::nullopt;
-  ir::Module module = compiler::lower_to_ir(logical.graph, logical.spec, planned.sbp, *resolved, sources);
+  ir::Module module = compiler::lower_to_ir({&logical, std::move(*resolved), planned.sbp}, sources);
   // The configuration's own schedule says how many micro-batches are held.
   return memory_bound_exceeding(module, planned.resolved, logical.spec.pipeline.axis, cluster);
 }

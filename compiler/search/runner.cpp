@@ -80,8 +80,7 @@ void compile_and_simulate(const frontend::Strategy& strategy, const htae::Cluste
     // reported invalid even where its probe would not fit.
     std::optional<compiler::LogicalProgram> logical = compiler::build_logical_program(strategy, diags);
     if (!logical) return fail();
-    std::optional<compiler::PlannedStrategy> planned =
-        compiler::plan_strategy(logical->graph, logical->spec, sources, diags);
+    std::optional<compiler::PlannedStrategy> planned = compiler::plan_strategy(*logical, sources, diags);
     if (!planned) return fail();
     std::optional<int32_t> fewer;
     if (prune_by_memory_bound) fewer = fewest_micro_batches(planned->resolved);
@@ -90,8 +89,7 @@ void compile_and_simulate(const frontend::Strategy& strategy, const htae::Cluste
         return out_of_memory_by_bound(*bound);
       }
     }
-    compiler::CompiledStrategy compiled =
-        compiler::lower_planned(logical->graph, logical->spec, std::move(*planned), sources);
+    compiler::CompiledStrategy compiled = compiler::lower_planned(std::move(*planned), sources);
     // Without fewer micro-batches to probe, the configuration is its own probe.
     if (prune_by_memory_bound && !fewer) {
       if (auto bound =

@@ -26,7 +26,7 @@ struct Compiled {
 inline std::unique_ptr<Compiled> compile(const LogicalGraph& g, const StrategySpec& spec) {
   auto c = std::make_unique<Compiled>();
   c->diags = std::make_unique<DiagnosticEngine>(c->sources);
-  c->result = compile_strategy(g, spec, c->sources, *c->diags);
+  c->result = compile_strategy({g, spec}, c->sources, *c->diags);
   std::string text;
   for (const Diagnostic& d : c->diags->diagnostics()) text += c->diags->render(d, false);
   EXPECT_TRUE(c->result.has_value()) << text;

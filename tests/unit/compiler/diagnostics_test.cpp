@@ -12,7 +12,7 @@ namespace {
 std::string first_kind(const LogicalGraph& g, const StrategySpec& spec) {
   SourceManager sources;
   DiagnosticEngine diags(sources);
-  EXPECT_FALSE(compile_strategy(g, spec, sources, diags).has_value());
+  EXPECT_FALSE(compile_strategy({g, spec}, sources, diags).has_value());
   return diags.diagnostics().empty() ? "" : std::string(diags.diagnostics().front().kind.name);
 }
 

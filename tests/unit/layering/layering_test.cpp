@@ -30,11 +30,12 @@ const std::vector<Rule>& rules() {
       {"compiler/frontend/",
        {"compiler/frontend/", "compiler/ops/", "compiler/schedule/", "compiler/strategy/training_choices.h", "ir/"}},
       {"compiler/schedule/", {"compiler/schedule/", "ir/source/"}},
-      // The middle end: the logical graph (not its builder, which reads the
-      // front end), every stage after it, the ops and the IR.
+      // The middle end: the logical graph and program (not their builder,
+      // which reads the front end), every stage after it, the ops and the IR.
       {"compiler/",
-       {"compiler/compile_strategy.h", "compiler/logical/logical_graph.h", "compiler/strategy/", "compiler/sbp/",
-        "compiler/schedule/", "compiler/lowering/", "compiler/explain/", "compiler/ops/", "ir/"}},
+       {"compiler/compile_strategy.h", "compiler/logical/logical_graph.h", "compiler/logical/logical_program.h",
+        "compiler/strategy/", "compiler/sbp/", "compiler/schedule/", "compiler/lowering/", "compiler/explain/",
+        "compiler/ops/", "ir/"}},
       {"compiler/logical/",
        {"compiler/logical/", "compiler/frontend/", "compiler/strategy/", "compiler/schedule/", "compiler/ops/", "ir/"}},
       // Loading: the front end and the cluster files.

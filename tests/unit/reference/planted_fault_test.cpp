@@ -29,8 +29,8 @@ Programs compile_both(const LogicalGraph& g, const StrategySpec& spec) {
   DiagnosticEngine diags(sources);
   StrategySpec one = make_spec(g, {{"d", 1}}, spec.train.global_batch, 1);
   one.train = spec.train;
-  auto dist = compiler::compile_strategy(g, spec, sources, diags);
-  auto single = compiler::compile_strategy(g, one, sources, diags);
+  auto dist = compiler::compile_strategy({g, spec}, sources, diags);
+  auto single = compiler::compile_strategy({g, one}, sources, diags);
   EXPECT_TRUE(dist && single);
   return {dist ? std::move(dist->module) : ir::Module{}, single ? std::move(single->module) : ir::Module{}};
 }

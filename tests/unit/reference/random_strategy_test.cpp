@@ -119,11 +119,11 @@ TEST(RandomStrategies, AHundredVerify) {
     Case c = random_case(rng);
     SourceManager sources;
     DiagnosticEngine diags(sources);
-    auto dist = compiler::compile_strategy(c.graph, c.spec, sources, diags);
+    auto dist = compiler::compile_strategy({c.graph, c.spec}, sources, diags);
     if (!dist) continue;  // an illegal combination the compiler rejects
     ++compiled;
     StrategySpec one = compiler::testing::make_spec(c.graph, {{"d", 1}}, c.spec.train.global_batch, 1);
-    auto single = compiler::compile_strategy(c.graph, one, sources, diags);
+    auto single = compiler::compile_strategy({c.graph, one}, sources, diags);
     ASSERT_TRUE(single) << c.description;
     VerifyResult r = compare_programs(dist->module, single->module, {});
     std::ostringstream out;

@@ -22,7 +22,7 @@ using compiler::testing::set_default;
 std::optional<ir::Module> compile(const LogicalGraph& g, const StrategySpec& spec) {
   SourceManager sources;
   DiagnosticEngine diags(sources);
-  std::optional<compiler::CompiledStrategy> c = compiler::compile_strategy(g, spec, sources, diags);
+  std::optional<compiler::CompiledStrategy> c = compiler::compile_strategy({g, spec}, sources, diags);
   std::string text;
   for (const Diagnostic& d : diags.diagnostics()) text += diags.render(d, false);
   EXPECT_TRUE(c.has_value()) << text;

@@ -56,7 +56,7 @@ std::unique_ptr<Planned> plan(const std::string& strategy, const std::vector<std
   EXPECT_NE(s, nullptr);
   if (!s) return p;
   p->logical = compiler::build_logical_program(s->strategy, *p->diags);
-  if (p->logical) p->planned = compiler::plan_strategy(p->logical->graph, p->logical->spec, p->sources, *p->diags);
+  if (p->logical) p->planned = compiler::plan_strategy(*p->logical, p->sources, *p->diags);
   EXPECT_FALSE(p->diags->has_errors());
   return p;
 }
@@ -90,8 +90,7 @@ TEST(SearchMemoryProbe, FewestMicroBatchesIsOneOrThePipelineRanksForInterleaved)
 TEST(SearchMemoryProbe, MicroBatchesHeldFollowTheSchedule) {
   auto one_f = plan("OneF", {"micro=4"});
   ASSERT_TRUE(one_f->planned);
-  compiler::CompiledStrategy compiled =
-      compiler::lower_planned(one_f->logical->graph, one_f->logical->spec, std::move(*one_f->planned), one_f->sources);
+  compiler::CompiledStrategy compiled = compiler::lower_planned(std::move(*one_f->planned), one_f->sources);
   const ir::Module& module = compiled.module;
   // Mesh [pp: 2, tp: 2]: ranks 0 and 1 are pipeline rank 0, 2 and 3 rank 1.
   EXPECT_EQ(micro_batches_held(module, compiled.resolved, one_f->logical->spec.pipeline.axis),
@@ -109,9 +108,7 @@ TEST(SearchMemoryProbe, BoundIsTheBoundOfTheSameMicroBatchesCompiledAlone) {
   ASSERT_TRUE(whole->planned);
   auto alone = plan("OneF", {"micro=1", "batch=4"});
   ASSERT_TRUE(alone->planned);
-  ir::Module alone_module =
-      compiler::lower_planned(alone->logical->graph, alone->logical->spec, std::move(*alone->planned), alone->sources)
-          .module;
+  ir::Module alone_module = compiler::lower_planned(std::move(*alone->planned), alone->sources).module;
   htae::ClusterSpec no_memory = cluster_with_memory(whole->sources, 0);
   // As many micro-batches held as the whole configuration's schedule holds.
   std::optional<htae::MemoryLowerBound> expected =
@@ -139,9 +136,8 @@ TEST(SearchMemoryProbe, RunsFewerMicroBatchesOfTheSameSize) {
   ASSERT_TRUE(resolved);
   EXPECT_EQ(resolved->micro_batches, 2);
   EXPECT_EQ(resolved->batch_splits, 8);
-  ir::Module fewer = compiler::lower_to_ir(p->logical->graph, p->logical->spec, p->planned->sbp, *resolved, p->sources);
-  ir::Module all =
-      compiler::lower_planned(p->logical->graph, p->logical->spec, std::move(*p->planned), p->sources).module;
+  ir::Module fewer = compiler::lower_to_ir({&*p->logical, *resolved, p->planned->sbp}, p->sources);
+  ir::Module all = compiler::lower_planned(std::move(*p->planned), p->sources).module;
   auto inputs = [](const ir::Module& m) {
     std::map<std::string, std::string> out;  // micro-batch input -> its type
     const ir::Function& f = m.functions.front();
