@@ -37,6 +37,7 @@ class AttrReader {
   AttrReader(const Module& module, const Function& f, const Op& op)
       : AttrReader(op.kind, f.attrs(op), f.int_pool, module) {}
 
+  OpKind kind() const { return kind_; }
   bool has(std::string_view name) const { return find(name) != nullptr; }
   int64_t integer(std::string_view name) const;
   double real(std::string_view name) const;

@@ -2,6 +2,7 @@
 // accumulation: signatures, shape rules, costs.
 #include <algorithm>
 
+#include "ir/pointwise_ops.h"
 #include "ir/registry_rules.h"
 
 namespace dstc::ir::rules {
@@ -288,10 +289,11 @@ OpCost per_input(const OpContext& ctx, Results results, double per_element) {
 }  // namespace
 
 void add_backward_ops(std::vector<OpInfo>& t) {
-  t.push_back(make_op(OpKind::GeluGrad, 2, 2, 1, {}, unary_grad_shape,
-                      [](const OpContext& c, Results r) { return per_input(c, r, 12); }));
-  t.push_back(make_op(OpKind::ReluGrad, 2, 2, 1, {}, unary_grad_shape,
-                      [](const OpContext& c, Results r) { return per_input(c, r, 1); }));
+  for (const PointwiseOp& p : pointwise_ops()) {
+    t.push_back(make_op(p.grad, 2, 2, 1, {}, unary_grad_shape, [](const OpContext& c, Results r) {
+      return per_input(c, r, find_pointwise(c.attrs.kind())->grad_flops);
+    }));
+  }
   t.push_back(make_op(OpKind::SoftmaxGrad, 2, 2, 1, {int_attr("dim", -1)}, softmax_grad_shape,
                       [](const OpContext& c, Results r) { return per_input(c, r, 4); }));
   t.push_back(make_op(OpKind::LayerNormGrad, 3, 3, 1, {float_attr("eps", 1e-5)}, layernorm_grad_shape,
@@ -329,9 +331,6 @@ void add_backward_ops(std::vector<OpInfo>& t) {
                       [](const OpContext& c, Results r) { return per_input(c, r, 12); }));
   t.push_back(make_op(OpKind::MaximumGrad, 3, 3, 2, {}, maximum_grad_shape,
                       [](const OpContext& c, Results r) { return per_input(c, r, 2); }));
-  for (OpKind k : {OpKind::TanhGrad, OpKind::SigmoidGrad})
-    t.push_back(
-        make_op(k, 2, 2, 1, {}, unary_grad_shape, [](const OpContext& c, Results r) { return per_input(c, r, 3); }));
   t.push_back(make_op(OpKind::LogSoftmaxGrad, 2, 2, 1, {int_attr("dim", -1)}, softmax_grad_shape,
                       [](const OpContext& c, Results r) { return per_input(c, r, 4); }));
   t.push_back(make_op(OpKind::RmsNormGrad, 2, 3, 1, {float_attr("eps", 1e-5)}, rms_norm_grad_shape,

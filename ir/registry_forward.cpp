@@ -5,6 +5,7 @@
 
 #include <fmt/ranges.h>
 
+#include "ir/pointwise_ops.h"
 #include "ir/registry_rules.h"
 
 namespace dstc::ir::rules {
@@ -548,10 +549,12 @@ void add_forward_ops(std::vector<OpInfo>& t) {
         make_op(k, 2, 2, 1, {}, binary_shape, [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
   t.push_back(make_op(OpKind::Scale, 1, 1, 1, {required("factor", AttrType::Float)}, float_unary_shape,
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
-  t.push_back(make_op(OpKind::Gelu, 1, 1, 1, {}, float_unary_shape,
-                      [](const OpContext& c, Results r) { return elementwise_cost(c, r, 8); }));
-  t.push_back(make_op(OpKind::Relu, 1, 1, 1, {}, float_unary_shape,
-                      [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
+  for (const PointwiseOp& p : pointwise_ops()) {
+    OpInfo op = make_op(p.kind, 1, 1, 1, {}, float_unary_shape, [](const OpContext& c, Results r) {
+      return elementwise_cost(c, r, find_pointwise(c.attrs.kind())->flops);
+    });
+    t.push_back(std::move(op));
+  }
   t.push_back(make_op(OpKind::Softmax, 1, 1, 1, {int_attr("dim", -1)}, softmax_shape,
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 5); }));
   t.push_back(make_op(OpKind::LayerNorm, 3, 3, 1, {float_attr("eps", 1e-5)}, layernorm_shape,
@@ -606,7 +609,7 @@ void add_forward_ops(std::vector<OpInfo>& t) {
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
   t.push_back(make_op(OpKind::Maximum, 2, 2, 1, {}, binary_shape,
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
-  for (OpKind k : {OpKind::Tanh, OpKind::Sigmoid, OpKind::Exp, OpKind::Sqrt})
+  for (OpKind k : {OpKind::Exp, OpKind::Sqrt})
     t.push_back(make_op(k, 1, 1, 1, {}, float_unary_shape,
                         [](const OpContext& c, Results r) { return elementwise_cost(c, r, 4); }));
   t.push_back(make_op(OpKind::LogSoftmax, 1, 1, 1, {int_attr("dim", -1)}, softmax_shape,

@@ -4,6 +4,7 @@
 
 #include "backends/reference/kernels.h"
 #include "backends/reference/logical_layout.h"
+#include "ir/pointwise_ops.h"
 #include "ir/registry.h"
 
 namespace dstc::reference {
@@ -65,6 +66,14 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
   ir::AttrReader attrs(ctx.module, ctx.function, ctx.op);
   auto x = [&](size_t i) -> const HostTensor& { return *in[i]; };
   HostTensor& y = out[0];
+  if (const ir::PointwiseOp* p = ir::find_pointwise(ctx.op.kind)) {
+    if (ctx.op.kind == p->kind) {
+      kernels::pointwise(*p, x(0), y);
+    } else {
+      kernels::pointwise_grad(*p, x(0), x(1), y);
+    }
+    return {};
+  }
   switch (ctx.op.kind) {
     case OpKind::Matmul:
       kernels::matmul(x(0), x(1), attrs.boolean("transpose_a"), attrs.boolean("transpose_b"), y);
@@ -75,8 +84,6 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
     case OpKind::Mul: kernels::binary(kernels::Binary::Mul, x(0), x(1), y); return {};
     case OpKind::Div: kernels::binary(kernels::Binary::Div, x(0), x(1), y); return {};
     case OpKind::Maximum: kernels::binary(kernels::Binary::Max, x(0), x(1), y); return {};
-    case OpKind::Tanh: kernels::unary(kernels::Unary::Tanh, x(0), y); return {};
-    case OpKind::Sigmoid: kernels::unary(kernels::Unary::Sigmoid, x(0), y); return {};
     case OpKind::Exp: kernels::unary(kernels::Unary::Exp, x(0), y); return {};
     case OpKind::Sqrt: kernels::unary(kernels::Unary::Sqrt, x(0), y); return {};
     case OpKind::LogSoftmax: kernels::log_softmax(x(0), normalized(attrs.integer("dim"), x(0).rank()), y); return {};
@@ -88,8 +95,6 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
       kernels::batchnorm_apply(x(0), batch_stats(attrs, x(1), x(2)), x(3), x(4), y);
       return {};
     case OpKind::Scale: kernels::scale(x(0), attrs.real("factor"), y); return {};
-    case OpKind::Gelu: kernels::gelu(x(0), y); return {};
-    case OpKind::Relu: kernels::relu(x(0), y); return {};
     case OpKind::Softmax: kernels::softmax(x(0), normalized(attrs.integer("dim"), x(0).rank()), y); return {};
     case OpKind::LayerNorm: kernels::layernorm(x(0), x(1), x(2), attrs.real("eps"), y); return {};
     case OpKind::Dropout: {
@@ -136,8 +141,6 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
     case OpKind::Partialize:
       if (axis_coord(ctx, attrs) == 0) y.data = x(0).data;
       return {};
-    case OpKind::GeluGrad: kernels::gelu_grad(x(0), x(1), y); return {};
-    case OpKind::ReluGrad: kernels::relu_grad(x(0), x(1), y); return {};
     case OpKind::SoftmaxGrad:
       kernels::softmax_grad(x(0), x(1), normalized(attrs.integer("dim"), x(1).rank()), y);
       return {};
@@ -165,8 +168,6 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
       kernels::batchnorm_grad(x(0), x(1), x(2), attrs.real("eps"), out[0], out[1], out[2]);
       return {};
     case OpKind::MaximumGrad: kernels::maximum_grad(x(0), x(1), x(2), out[0], out[1]); return {};
-    case OpKind::TanhGrad: kernels::tanh_grad(x(0), x(1), y); return {};
-    case OpKind::SigmoidGrad: kernels::sigmoid_grad(x(0), x(1), y); return {};
     case OpKind::LogSoftmaxGrad:
       kernels::log_softmax_grad(x(0), x(1), normalized(attrs.integer("dim"), x(1).rank()), y);
       return {};

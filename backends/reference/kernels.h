@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "backends/reference/host_tensor.h"
+#include "ir/pointwise_ops.h"
 
 namespace dstc::reference::kernels {
 
@@ -20,11 +21,11 @@ enum class Binary : uint8_t { Add, Sub, Mul, Div, Max };
 // b is a's trailing dims, broadcast over the leading ones.
 void binary(Binary op, const HostTensor& a, const HostTensor& b, HostTensor& out);
 void scale(const HostTensor& x, double factor, HostTensor& out);
-void gelu(const HostTensor& x, HostTensor& out);
-void relu(const HostTensor& x, HostTensor& out);
+// The activation `op` (ir/pointwise_ops.def), element by element.
+void pointwise(const ir::PointwiseOp& op, const HostTensor& x, HostTensor& out);
 void softmax(const HostTensor& x, int dim, HostTensor& out);
 void log_softmax(const HostTensor& x, int dim, HostTensor& out);
-enum class Unary : uint8_t { Tanh, Sigmoid, Exp, Sqrt };
+enum class Unary : uint8_t { Exp, Sqrt };
 void unary(Unary op, const HostTensor& x, HostTensor& out);
 // gamma null: scale 1.
 void rms_norm(const HostTensor& x, const HostTensor* gamma, double eps, HostTensor& out);
@@ -60,14 +61,12 @@ void shard(const HostTensor& x, int dim, int64_t parts, int64_t index, HostTenso
 void unshard(const HostTensor& x, int dim, int64_t index, HostTensor& out);
 
 // --- backward compute ---
-void gelu_grad(const HostTensor& dy, const HostTensor& x, HostTensor& out);
-void relu_grad(const HostTensor& dy, const HostTensor& x, HostTensor& out);
+// Its gradient: v is the forward's input or output, as op.grad_reads says.
+void pointwise_grad(const ir::PointwiseOp& op, const HostTensor& dy, const HostTensor& v, HostTensor& out);
 void softmax_grad(const HostTensor& dy, const HostTensor& y, int dim, HostTensor& out);
 void log_softmax_grad(const HostTensor& dy, const HostTensor& y, int dim, HostTensor& out);
 // da, db in a's shape; b broadcast as for binary.
 void maximum_grad(const HostTensor& dy, const HostTensor& a, const HostTensor& b, HostTensor& da, HostTensor& db);
-void tanh_grad(const HostTensor& dy, const HostTensor& y, HostTensor& out);
-void sigmoid_grad(const HostTensor& dy, const HostTensor& y, HostTensor& out);
 void rms_norm_grad(const HostTensor& dy, const HostTensor& x, const HostTensor* gamma, double eps, HostTensor& dx);
 void rms_norm_weight_grad(const HostTensor& dy, const HostTensor& x, double eps, HostTensor& dgamma);
 void reduce_max_grad(const HostTensor& dy, const HostTensor& x, const HostTensor& y, std::span<const int64_t> dims,

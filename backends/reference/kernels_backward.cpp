@@ -9,17 +9,8 @@
 
 namespace dstc::reference::kernels {
 
-void gelu_grad(const HostTensor& dy, const HostTensor& x, HostTensor& out) {
-  for (size_t i = 0; i < x.data.size(); ++i) {
-    double v = x.data[i];
-    double cdf = 0.5 * (1.0 + std::erf(v / std::numbers::sqrt2));
-    double pdf = std::exp(-0.5 * v * v) / std::sqrt(2.0 * std::numbers::pi);
-    out.data[i] = dy.data[i] * (cdf + v * pdf);
-  }
-}
-
-void relu_grad(const HostTensor& dy, const HostTensor& x, HostTensor& out) {
-  for (size_t i = 0; i < x.data.size(); ++i) out.data[i] = x.data[i] > 0 ? dy.data[i] : 0.0;
+void pointwise_grad(const ir::PointwiseOp& op, const HostTensor& dy, const HostTensor& v, HostTensor& out) {
+  for (size_t i = 0; i < v.data.size(); ++i) out.data[i] = op.backward(dy.data[i], v.data[i]);
 }
 
 void softmax_grad(const HostTensor& dy, const HostTensor& y, int dim, HostTensor& out) {
@@ -51,14 +42,6 @@ void maximum_grad(const HostTensor& dy, const HostTensor& a, const HostTensor& b
     da.data[i] = a_wins ? dy.data[i] : 0.0;
     db.data[i] = a_wins ? 0.0 : dy.data[i];
   }
-}
-
-void tanh_grad(const HostTensor& dy, const HostTensor& y, HostTensor& out) {
-  for (size_t i = 0; i < y.data.size(); ++i) out.data[i] = dy.data[i] * (1 - y.data[i] * y.data[i]);
-}
-
-void sigmoid_grad(const HostTensor& dy, const HostTensor& y, HostTensor& out) {
-  for (size_t i = 0; i < y.data.size(); ++i) out.data[i] = dy.data[i] * y.data[i] * (1 - y.data[i]);
 }
 
 namespace {

@@ -152,15 +152,8 @@ void scale(const HostTensor& x, double factor, HostTensor& out) {
 }
 
 // The exact (erf) form, as docs/ir.md states it.
-void gelu(const HostTensor& x, HostTensor& out) {
-  for (size_t i = 0; i < x.data.size(); ++i) {
-    double v = x.data[i];
-    out.data[i] = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
-  }
-}
-
-void relu(const HostTensor& x, HostTensor& out) {
-  for (size_t i = 0; i < x.data.size(); ++i) out.data[i] = std::max(x.data[i], 0.0);
+void pointwise(const ir::PointwiseOp& op, const HostTensor& x, HostTensor& out) {
+  for (size_t i = 0; i < x.data.size(); ++i) out.data[i] = op.forward(x.data[i]);
 }
 
 void softmax(const HostTensor& x, int dim, HostTensor& out) {
@@ -180,8 +173,6 @@ void unary(Unary op, const HostTensor& x, HostTensor& out) {
   for (size_t i = 0; i < x.data.size(); ++i) {
     double v = x.data[i];
     switch (op) {
-      case Unary::Tanh: out.data[i] = std::tanh(v); break;
-      case Unary::Sigmoid: out.data[i] = 1.0 / (1.0 + std::exp(-v)); break;
       case Unary::Exp: out.data[i] = std::exp(v); break;
       case Unary::Sqrt: out.data[i] = std::sqrt(v); break;
     }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "backends/reference/logical_layout.h"
+#include "ir/pointwise_ops.h"
 #include "ir/registry.h"
 
 namespace dstc::reference {
@@ -26,6 +27,8 @@ enum class Linearity : uint8_t {
 bool joint_gradient_operand(size_t i) { return i == 0 || i == 5 || i == 6; }
 
 Linearity linearity(OpKind kind, size_t operands) {
+  // An activation's gradient is linear in dy, its first operand.
+  if (const ir::PointwiseOp* p = ir::find_pointwise(kind); p && p->grad == kind) return Linearity::First;
   switch (kind) {
     case OpKind::Add:
     case OpKind::Sub:
@@ -50,8 +53,6 @@ Linearity linearity(OpKind kind, size_t operands) {
     case OpKind::Shard:
     case OpKind::Unshard:
     case OpKind::Partialize:
-    case OpKind::GeluGrad:
-    case OpKind::ReluGrad:
     case OpKind::SoftmaxGrad:
     case OpKind::LayerNormGrad:
     case OpKind::LayerNormWeightGrad:
@@ -64,8 +65,6 @@ Linearity linearity(OpKind kind, size_t operands) {
     case OpKind::AvgPool2dGrad:
     case OpKind::BatchNormGrad:
     case OpKind::MaximumGrad:
-    case OpKind::TanhGrad:
-    case OpKind::SigmoidGrad:
     case OpKind::LogSoftmaxGrad:
     case OpKind::RmsNormGrad:
     case OpKind::RmsNormWeightGrad:

@@ -112,6 +112,7 @@ ir::ValueId Lowering::emit_forward_op(const Emit& at, int32_t op, const std::vec
   ir::Layout out = output_layout(op);
   using ir::AttrValue;
   using ir::OpKind;
+  if (const ir::PointwiseOp* p = ops::op_def(lop.type).pointwise) return append(at, p->kind, {in[0]}, {}, out);
   switch (lop.type) {
     case ops::OpKind::Einsum: {
       const std::string& spec_text = einsum_specs(op).forward;
@@ -123,10 +124,6 @@ ir::ValueId Lowering::emit_forward_op(const Emit& at, int32_t op, const std::vec
     case ops::OpKind::Mul: return append(at, OpKind::Mul, {in[0], in[1]}, {}, out);
     case ops::OpKind::Div: return append(at, OpKind::Div, {in[0], in[1]}, {}, out);
     case ops::OpKind::Maximum: return append(at, OpKind::Maximum, {in[0], in[1]}, {}, out);
-    case ops::OpKind::Gelu: return append(at, OpKind::Gelu, {in[0]}, {}, out);
-    case ops::OpKind::Relu: return append(at, OpKind::Relu, {in[0]}, {}, out);
-    case ops::OpKind::Tanh: return append(at, OpKind::Tanh, {in[0]}, {}, out);
-    case ops::OpKind::Sigmoid: return append(at, OpKind::Sigmoid, {in[0]}, {}, out);
     case ops::OpKind::Exp: return append(at, OpKind::Exp, {in[0]}, {}, out);
     case ops::OpKind::Sqrt: return append(at, OpKind::Sqrt, {in[0]}, {}, out);
     case ops::OpKind::Scale: return append(at, OpKind::Scale, {in[0]}, {AttrValue::real("factor", lop.factor)}, out);
@@ -223,7 +220,8 @@ ir::ValueId Lowering::emit_forward_op(const Emit& at, int32_t op, const std::vec
     }
     case ops::OpKind::Matmul:  // the logical graph builder rewrites these three
     case ops::OpKind::Identity:
-    case ops::OpKind::GlobalAvgPool: break;
+    case ops::OpKind::GlobalAvgPool:
+    default: break;  // the activations are lowered above, from their table
   }
   throw std::logic_error(fmt::format("no forward lowering for {}", ops::op_name(lop.type)));
 }
@@ -266,6 +264,12 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
                   grad_layout_of(i));
   };
 
+  if (const ir::PointwiseOp* p = ops::op_def(lop.type).pointwise) {
+    if (wanted(0))
+      give(0,
+           append(emit_at(0), p->grad, {g, p->grad_reads == ir::GradReads::Output ? y : in(0)}, {}, grad_layout_of(0)));
+    return result;
+  }
   switch (lop.type) {
     case ops::OpKind::Einsum: {
       const EinsumSpecs& specs = einsum_specs(op);
@@ -323,13 +327,6 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
             append_multi(emit_at(wanted(0) ? 0 : 1), OpKind::MaximumGrad, operands, {}, layouts);
         if (wanted(0)) give(0, r[0]);
         if (wanted(1)) give(1, unbroadcast(1, r[1]));
-      }
-      break;
-    case ops::OpKind::Tanh:
-    case ops::OpKind::Sigmoid:
-      if (wanted(0)) {
-        give(0, append(emit_at(0), lop.type == ops::OpKind::Tanh ? OpKind::TanhGrad : OpKind::SigmoidGrad, {g, y}, {},
-                       grad_layout_of(0)));
       }
       break;
     case ops::OpKind::Exp:
@@ -474,12 +471,6 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
       }
       break;
     }
-    case ops::OpKind::Gelu:
-      if (wanted(0)) give(0, append(emit_at(0), OpKind::GeluGrad, {g, in(0)}, {}, grad_layout_of(0)));
-      break;
-    case ops::OpKind::Relu:
-      if (wanted(0)) give(0, append(emit_at(0), OpKind::ReluGrad, {g, in(0)}, {}, grad_layout_of(0)));
-      break;
     case ops::OpKind::Softmax:
       if (wanted(0)) {
         give(0,
@@ -573,6 +564,7 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
     case ops::OpKind::Matmul:  // the logical graph builder rewrites these three
     case ops::OpKind::Identity:
     case ops::OpKind::GlobalAvgPool:
+    default:  // the activations are differentiated above, from their table
       throw std::logic_error(fmt::format("no backward rule for {}", ops::op_name(lop.type)));
   }
   return result;

@@ -1,6 +1,7 @@
 #include "compiler/ops/op_table.h"
 
 #include "compiler/ops/op_rules.h"
+#include "ir/registry.h"
 
 namespace dstc::ops {
 namespace {
@@ -19,10 +20,20 @@ std::vector<OpDef> make_ops() {
   };
 }
 
+std::vector<OpDef> make_table() {
+  std::vector<OpDef> ops = make_ops();
+  // An activation's model op and IR op are one line of pointwise_ops.def,
+  // so they share the name.
+  for (OpDef& d : ops) {
+    if (std::optional<ir::OpKind> kind = ir::find_op_kind(d.name)) d.pointwise = ir::find_pointwise(*kind);
+  }
+  return ops;
+}
+
 }  // namespace
 
 std::span<const OpDef> all_ops() {
-  static const std::vector<OpDef> ops = make_ops();
+  static const std::vector<OpDef> ops = make_table();
   return ops;
 }
 

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/pointwise_ops.h"
+
 namespace dstc::ops {
 
 enum class OpKind : uint8_t {
@@ -96,6 +98,8 @@ struct OpDef {
   DimsRule output_dims;
   std::string_view summary;
   std::vector<AttrSpec> attrs;
+  // The activations: their IR op, grad and semantics (ir/pointwise_ops.def).
+  const ir::PointwiseOp* pointwise = nullptr;
 
   bool needs_declared_output() const { return output == OutputDims::Declared; }
 };

@@ -86,25 +86,6 @@ std::optional<AxisSignature> reshape_split(const LogicalGraph& g, const LogicalO
   return std::nullopt;
 }
 
-bool is_elementwise(ops::OpKind t) {
-  switch (t) {
-    case ops::OpKind::Add:
-    case ops::OpKind::Sub:
-    case ops::OpKind::Mul:
-    case ops::OpKind::Div:
-    case ops::OpKind::Maximum:
-    case ops::OpKind::Gelu:
-    case ops::OpKind::Relu:
-    case ops::OpKind::Tanh:
-    case ops::OpKind::Sigmoid:
-    case ops::OpKind::Exp:
-    case ops::OpKind::Sqrt:
-    case ops::OpKind::Scale:
-    case ops::OpKind::Dropout: return true;
-    default: return false;
-  }
-}
-
 // An op that cannot split its input's `axes` (normalized, windowed or joined dims).
 std::optional<AxisSignature> split_unless(const LogicalOp& op, const std::string& dim, std::initializer_list<int> axes,
                                           std::string_view what, std::string& why_not) {
@@ -294,7 +275,7 @@ std::optional<AxisSignature> signature_for(const LogicalGraph& graph, const Logi
       break;
     }
     default:
-      if (!is_elementwise(op.type)) {
+      if (ops::op_def(op.type).family != ops::Family::Elementwise) {
         why_not = fmt::format("{} cannot be split", name);
         return std::nullopt;
       }

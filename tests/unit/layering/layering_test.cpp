@@ -26,7 +26,7 @@ const std::vector<Rule>& rules() {
       {"ir/", {"ir/"}},
       {"htae/", {"htae/", "ir/"}},
       {"backends/", {"backends/", "ir/"}},
-      {"compiler/ops/", {"compiler/ops/"}},
+      {"compiler/ops/", {"compiler/ops/", "ir/"}},
       {"compiler/frontend/",
        {"compiler/frontend/", "compiler/ops/", "compiler/schedule/", "compiler/strategy/training_choices.h", "ir/"}},
       {"compiler/schedule/", {"compiler/schedule/", "ir/source/"}},
