@@ -24,6 +24,12 @@ double tanh_backward(double dy, double y) { return dy * (1 - y * y); }
 double sigmoid_forward(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double sigmoid_backward(double dy, double y) { return dy * y * (1 - y); }
 
+double silu_forward(double x) { return x / (1.0 + std::exp(-x)); }
+double silu_backward(double dy, double x) {
+  double s = 1.0 / (1.0 + std::exp(-x));
+  return dy * s * (1 + x * (1 - s));
+}
+
 constexpr std::array kPointwise = {
 #define DSTC_POINTWISE(kind, name, grad, grad_name, flops, grad_flops, reads, semantics, summary) \
   PointwiseOp{OpKind::kind,        OpKind::grad,         flops,  grad_flops, GradReads::reads,    \

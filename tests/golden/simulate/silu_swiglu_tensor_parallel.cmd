@@ -1,0 +1,1 @@
+compile tests/golden/verify/silu_swiglu.dstrat --strategy SwiGluTensorParallel --simulate

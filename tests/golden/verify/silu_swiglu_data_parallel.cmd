@@ -1,0 +1,1 @@
+verify tests/golden/verify/silu_swiglu.dstrat --strategy SwiGluDataParallel
