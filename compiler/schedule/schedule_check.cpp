@@ -237,11 +237,13 @@ bool check_schedule(const ScheduleTable& table, const ScheduleCheckOptions& opti
       if (a.kind == ActionKind::Backward || a.kind == ActionKind::InputGrad) --in_flight;
       if (options.max_ongoing > 0 && in_flight > options.max_ongoing && !reported_ongoing) {
         reported_ongoing = true;
-        diags
-            .error(diag::kScheduleMaxOngoing, where(a),
-                   fmt::format("rank {} has {} forwards in flight at {}, more than max_ongoing = {}", r, in_flight,
-                               to_string(a), options.max_ongoing))
-            .note(options.origin, "max_ongoing set here");
+        auto error = diags.error(diag::kScheduleMaxOngoing, where(a),
+                                 fmt::format("rank {} has {} forwards in flight at {}, more than max_ongoing = {}", r,
+                                             in_flight, to_string(a), options.max_ongoing));
+        if (options.max_ongoing_origin.valid())
+          error.note(options.max_ongoing_origin, "max_ongoing set here");
+        else
+          error.note("max_ongoing set by --max-ongoing");
       }
     }
   }

@@ -31,6 +31,9 @@ struct ScheduleCheckOptions {
   bool forward_only = false;
   int32_t max_ongoing = 0;  // 0: no limit
   SourceRange origin;       // where the schedule was asked for (notes point here)
+  // Where max_ongoing was set: a strategy's schedule config, or invalid
+  // when it came from the command line (--max-ongoing).
+  SourceRange max_ongoing_origin = {};
 };
 
 // Reports every problem of the table; true when it is sound and completes.

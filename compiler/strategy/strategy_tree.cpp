@@ -176,7 +176,8 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
   // Interleaving keeps more chunk-forwards in flight by design (its warm-up
   // is Megatron-LM's); max_ongoing bounds the other schedules.
   int32_t max_ongoing = root.kind == schedule::ScheduleKind::Interleaved && !root.table ? 0 : root.max_ongoing;
-  if (!table || !schedule::check_schedule(*table, {!spec.train.training, max_ongoing, schedule_where}, diags))
+  if (!table ||
+      !schedule::check_schedule(*table, {!spec.train.training, max_ongoing, schedule_where, schedule_where}, diags))
     return std::nullopt;
   out.table = std::move(*table);
   if (diags.error_count() != errors_before) return std::nullopt;
