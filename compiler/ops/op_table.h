@@ -86,6 +86,44 @@ using DimsRule = std::optional<std::vector<Dim>> (*)(const DimsQuery& query, OpE
 
 enum class OutputDims : uint8_t { Inferred, Declared };
 
+// How an op splits a dim over a mesh axis (compiler/sbp/signature.cpp reads
+// it). By name: an operand holding the dim is split along it, the others
+// replicated, the output split or partial (a sum over the split dim). The
+// other kinds split by name too but refuse some dims, as `refusal` says:
+// "softmax normalizes over 'v', which it cannot split".
+struct SplitRule {
+  enum Kind : uint8_t {
+    ByName,
+    Elementwise,        // by name, and the output must hold the dim
+    RefuseAttrDim,      // not the dim its `dim` attribute names
+    RefuseLastDim,      // not its first input's last dim
+    RefuseWindow,       // not the two dims it slides a window over
+    RefuseKernelAndWindow,
+    KeepClassDim,       // cross-entropy: the logits' class dim stays whole
+    ReshapeGroups,      // only the outermost dim of a group it merges or splits
+    BatchAndHeadsOnly,  // attention: its first two dims
+    ToPartialMax,       // by name; a split reduced dim leaves a partial maximum
+  };
+  Kind kind = ByName;
+  std::string_view refusal;
+};
+inline constexpr SplitRule kSplitByName{SplitRule::ByName, {}};
+inline constexpr SplitRule kSplitElementwise{SplitRule::Elementwise, {}};
+inline constexpr SplitRule kNormalizesOverAttrDim{SplitRule::RefuseAttrDim, "normalizes over"};
+inline constexpr SplitRule kPicksFromAttrDim{SplitRule::RefuseAttrDim, "picks one index of"};
+inline constexpr SplitRule kJoinsAlongAttrDim{SplitRule::RefuseAttrDim, "joins its inputs along"};
+inline constexpr SplitRule kNormalizesOverLastDim{SplitRule::RefuseLastDim, "normalizes over"};
+inline constexpr SplitRule kSlidesWindow{SplitRule::RefuseWindow, "slides its window over"};
+inline constexpr SplitRule kSlidesKernelWindow{SplitRule::RefuseKernelAndWindow, "slides its window over"};
+inline constexpr SplitRule kKeepsClassDimWhole{SplitRule::KeepClassDim, {}};
+inline constexpr SplitRule kReshapeSplit{SplitRule::ReshapeGroups, {}};
+inline constexpr SplitRule kSplitsBatchAndHeads{SplitRule::BatchAndHeadsOnly, {}};
+inline constexpr SplitRule kSplitToPartialMax{SplitRule::ToPartialMax, {}};
+
+// Which inputs an op is linear in, so which may arrive partial (the output
+// is then partial too): none, the first (the rest replicated), or all.
+enum class PartialInputs : uint8_t { NotLinear, LinearInFirst, LinearInAll };
+
 inline constexpr size_t kMany = 64;  // max_inputs of ops taking any number
 
 struct OpDef {
@@ -96,6 +134,8 @@ struct OpDef {
   size_t max_inputs;
   OutputDims output;
   DimsRule output_dims;
+  SplitRule split;
+  PartialInputs partial;
   std::string_view summary;
   std::vector<AttrSpec> attrs;
   // The activations: their IR op, grad and semantics (ir/pointwise_ops.def).

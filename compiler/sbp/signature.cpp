@@ -129,7 +129,8 @@ std::string to_string(const AxisCompute& c) {
 
 std::optional<AxisSignature> signature_for(const LogicalGraph& graph, const LogicalOp& op, const AxisCompute& choice,
                                            std::string& why_not) {
-  const std::string_view name = ops::op_name(op.type);
+  const ops::OpDef& def = ops::op_def(op.type);
+  const std::string_view name = def.name;
   AxisSignature sig;
   if (choice.kind == AxisCompute::Broadcast) {
     sig.inputs.assign(op.inputs.size(), kBroadcast);
@@ -139,26 +140,13 @@ std::optional<AxisSignature> signature_for(const LogicalGraph& graph, const Logi
   }
 
   if (choice.kind == AxisCompute::Partial) {
-    // Linear in the first input: it arrives partial, the rest replicated.
-    switch (op.type) {
-      case ops::OpKind::Einsum:
-      case ops::OpKind::Mul:
-      case ops::OpKind::Div:
-      case ops::OpKind::Scale:
-      case ops::OpKind::Dropout:
-      case ops::OpKind::Reshape:
-      case ops::OpKind::Select:
-      case ops::OpKind::Sum:
-      case ops::OpKind::Mean:
-      case ops::OpKind::Conv2d:
-      case ops::OpKind::AvgPool2d:
+    switch (def.partial) {
+      case ops::PartialInputs::LinearInFirst:  // it arrives partial, the rest replicated
         sig.inputs.assign(op.inputs.size(), kBroadcast);
         sig.inputs[0] = kPartial;
         break;
-      case ops::OpKind::Add:
-      case ops::OpKind::Sub:
-      case ops::OpKind::Concat: sig.inputs.assign(op.inputs.size(), kPartial); break;
-      default:
+      case ops::PartialInputs::LinearInAll: sig.inputs.assign(op.inputs.size(), kPartial); break;
+      case ops::PartialInputs::NotLinear:
         why_not = fmt::format("{} is not linear in its input, so it cannot take a partial input", name);
         return std::nullopt;
     }
@@ -173,121 +161,53 @@ std::optional<AxisSignature> signature_for(const LogicalGraph& graph, const Logi
     return std::nullopt;
   }
   const std::vector<std::string>& x = op.inputs[0].dims;
-  switch (op.type) {
-    case ops::OpKind::Einsum: sig = split_by_name(op, dim); break;
-    case ops::OpKind::Softmax:
-      if (axis_of(x, dim) == op.axis) {
-        why_not = fmt::format("softmax normalizes over '{}', which it cannot split", dim);
-        return std::nullopt;
-      }
-      sig = split_by_name(op, dim);
-      break;
-    case ops::OpKind::LayerNorm:
-      if (axis_of(x, dim) == static_cast<int>(x.size()) - 1) {
-        why_not = fmt::format("layernorm normalizes over '{}', which it cannot split", dim);
-        return std::nullopt;
-      }
-      sig = split_by_name(op, dim);
-      break;
-    case ops::OpKind::Embedding: {
-      // (table[v, h], ids): splitting v gives each device a vocabulary shard
-      // whose lookups are partial sums; splitting h or an ids dim is a split.
-      sig = split_by_name(op, dim);
-      break;
-    }
-    case ops::OpKind::CrossEntropy: {
-      const std::vector<std::string>& logits = op.inputs[0].dims;
-      if (axis_of(logits, dim) == static_cast<int>(logits.size()) - 1) {
-        why_not = fmt::format("cross_entropy needs all of the class dim '{}' on each device", dim);
-        return std::nullopt;
-      }
-      sig = split_by_name(op, dim);
-      break;
-    }
-    case ops::OpKind::Reshape: {
-      auto r = reshape_split(graph, op, dim, why_not);
-      if (!r) return std::nullopt;
-      sig = *r;
-      break;
-    }
-    case ops::OpKind::Select:
-      if (axis_of(x, dim) == op.axis) {
-        why_not = fmt::format("select picks one index of '{}', which it cannot split", dim);
-        return std::nullopt;
-      }
-      sig = split_by_name(op, dim);
-      break;
-    case ops::OpKind::LogSoftmax: {
-      auto r = split_unless(op, dim, {op.axis}, "normalizes over", why_not);
-      if (!r) return std::nullopt;
-      sig = *r;
-      break;
-    }
-    case ops::OpKind::RmsNorm: {
-      auto r = split_unless(op, dim, {static_cast<int>(x.size()) - 1}, "normalizes over", why_not);
-      if (!r) return std::nullopt;
-      sig = *r;
-      break;
-    }
-    case ops::OpKind::BatchNorm:
-      // Channels split: per-channel statistics stay local. Any other dim:
-      // the statistics are partial sums, all-reduced (SyncBN).
-    case ops::OpKind::Sum:
-    case ops::OpKind::Mean:
-    case ops::OpKind::MseLoss: sig = split_by_name(op, dim); break;
-    case ops::OpKind::Max:
-      // Splitting the reduced dim leaves each device a partial maximum.
-      sig = split_by_name(op, dim);
-      if (sig.output.kind == ir::Sbp::PartialSum) sig.output = {ir::Sbp::PartialMax, 0};
-      break;
-    case ops::OpKind::Conv2d: {
-      // x[n, c, h, w], w[o, c, kh, kw]: n and o split the output, c makes it
-      // partial; the spatial dims and the kernel's are windows.
-      if (int a = axis_of(op.inputs[1].dims, dim); a >= 2) {
-        why_not = fmt::format("conv2d cannot split its kernel dim '{}'", dim);
-        return std::nullopt;
-      }
-      auto r = split_unless(op, dim, {2, 3}, "slides its window over", why_not);
-      if (!r) return std::nullopt;
-      sig = *r;
-      break;
-    }
-    case ops::OpKind::MaxPool2d:
-    case ops::OpKind::AvgPool2d: {
-      auto r = split_unless(op, dim, {2, 3}, "slides its window over", why_not);
-      if (!r) return std::nullopt;
-      sig = *r;
-      break;
-    }
-    case ops::OpKind::Concat: {
-      auto r = split_unless(op, dim, {op.axis}, "joins its inputs along", why_not);
-      if (!r) return std::nullopt;
-      sig = *r;
-      break;
-    }
-    case ops::OpKind::Attention: {
-      int a = axis_of(x, dim);
-      if (a != 0 && a != 1) {
-        why_not = fmt::format("attention can split only its batch and head dims, not '{}'", dim);
-        return std::nullopt;
-      }
-      sig = split_by_name(op, dim);
-      break;
-    }
-    default:
-      if (ops::op_def(op.type).family != ops::Family::Elementwise) {
-        why_not = fmt::format("{} cannot be split", name);
-        return std::nullopt;
-      }
-      sig = split_by_name(op, dim);
-      if (sig.output.kind != ir::Sbp::Split) {
+  const int last = static_cast<int>(x.size()) - 1;
+  const std::string_view refusal = def.split.refusal;
+  std::optional<AxisSignature> r;
+  switch (def.split.kind) {
+    case ops::SplitRule::ByName: r = split_by_name(op, dim); break;
+    case ops::SplitRule::Elementwise:
+      r = split_by_name(op, dim);
+      if (r->output.kind != ir::Sbp::Split) {
         why_not = fmt::format("{} has no output dim '{}'", name, dim);
         return std::nullopt;
       }
       break;
+    case ops::SplitRule::RefuseAttrDim: r = split_unless(op, dim, {op.axis}, refusal, why_not); break;
+    case ops::SplitRule::RefuseLastDim: r = split_unless(op, dim, {last}, refusal, why_not); break;
+    case ops::SplitRule::RefuseWindow: r = split_unless(op, dim, {2, 3}, refusal, why_not); break;
+    case ops::SplitRule::RefuseKernelAndWindow:
+      // x[n, c, h, w], w[o, c, kh, kw]: n and o split the output, c makes it
+      // partial; the spatial dims and the kernel's are windows.
+      if (int a = axis_of(op.inputs[1].dims, dim); a >= 2) {
+        why_not = fmt::format("{} cannot split its kernel dim '{}'", name, dim);
+        return std::nullopt;
+      }
+      r = split_unless(op, dim, {2, 3}, refusal, why_not);
+      break;
+    case ops::SplitRule::KeepClassDim:
+      if (axis_of(x, dim) == last) {
+        why_not = fmt::format("{} needs all of the class dim '{}' on each device", name, dim);
+        return std::nullopt;
+      }
+      r = split_by_name(op, dim);
+      break;
+    case ops::SplitRule::ReshapeGroups: r = reshape_split(graph, op, dim, why_not); break;
+    case ops::SplitRule::BatchAndHeadsOnly:
+      if (int a = axis_of(x, dim); a != 0 && a != 1) {
+        why_not = fmt::format("{} can split only its batch and head dims, not '{}'", name, dim);
+        return std::nullopt;
+      }
+      r = split_by_name(op, dim);
+      break;
+    case ops::SplitRule::ToPartialMax:
+      r = split_by_name(op, dim);
+      if (r->output.kind == ir::Sbp::PartialSum) r->output = {ir::Sbp::PartialMax, 0};
+      break;
   }
-  sig.compute = choice;
-  return sig;
+  if (!r) return std::nullopt;
+  r->compute = choice;
+  return r;
 }
 
 std::vector<AxisSignature> candidate_signatures(const LogicalGraph& graph, const LogicalOp& op) {

@@ -1,7 +1,9 @@
 // SBP signatures of logical ops: for one mesh axis, the layout each input
 // must arrive in and the layout the output leaves in. OneFlow's rules:
 // matmul S(m)·B→S(m), B·S(n)→S(n), S(k)·S(k)→P, P·B→P, B·B→B; elementwise
-// ops keep layouts; normalizations cannot split their normalized dim.
+// ops keep layouts; normalizations cannot split their normalized dim. Each
+// op's rule is data in its op table entry (compiler/ops/op_kinds.def: how
+// it splits, which inputs may arrive partial); this file applies them.
 #pragma once
 
 #include <optional>
