@@ -94,6 +94,40 @@ class Lowering {
                                                  const std::function<ir::ValueId(size_t)>& input, ir::ValueId output,
                                                  ir::ValueId grad_output, bool input_grads, bool weight_grads);
 
+  // One op's backward in one block, as its family's rules read it.
+  struct BackwardStep {
+    Lowering& l;
+    const Emit& at;
+    int32_t op;
+    const LogicalOp& lop;
+    const std::function<ir::ValueId(size_t)>& in;  // input i as the op read it
+    ir::ValueId y, g;                              // the output and its gradient
+    bool input_grads, weight_grads;
+    ir::Layout g_layout;  // the layout g arrives in: the dual of the output's
+    std::vector<GradContribution> result;
+
+    // Whether input i gets a gradient from this block, and where it is emitted.
+    bool wanted(size_t i) const;
+    Emit emit_at(size_t i) const;
+    ir::Layout grad_layout_of(size_t i) const;
+    // Sums a gradient over the leading dims a broadcast operand lacks.
+    ir::ValueId unbroadcast(size_t i, ir::ValueId grad);
+    // g replicated back over the dims a reduction removed, in input i's shape.
+    ir::ValueId expand(const Emit& e, ir::ValueId grad, size_t i, const std::vector<int32_t>& dims);
+    void give(size_t i, ir::ValueId grad) { result.push_back({static_cast<int>(i), grad}); }
+  };
+  // The backward rules by op family (backward_<family>.cpp).
+  void backward_contraction(BackwardStep& s);
+  void backward_elementwise(BackwardStep& s);
+  void backward_normalization(BackwardStep& s);
+  void backward_reduction(BackwardStep& s);
+  void backward_embedding(BackwardStep& s);
+  void backward_loss(BackwardStep& s);
+  void backward_attention(BackwardStep& s);
+  void backward_convolution(BackwardStep& s);
+  void backward_shape(BackwardStep& s);
+  [[noreturn]] static void no_backward_rule(const LogicalOp& lop);
+
  private:
   // Sparse keys: (op or tensor, micro-batch) and (tensor, micro-batch, stage).
   uint64_t op_key(int32_t index, int32_t mb) const {

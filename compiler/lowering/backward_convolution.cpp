@@ -1,0 +1,41 @@
+// Backward rules of convolution and pooling.
+#include "compiler/lowering/lowering_helpers.h"
+
+namespace dstc::compiler {
+
+void Lowering::backward_convolution(BackwardStep& s) {
+  using ir::AttrValue;
+  using ir::OpKind;
+  switch (s.lop.type) {
+    case ops::OpKind::Conv2d: {
+      std::vector<ir::ValueId> operands;
+      const std::vector<int64_t> stride = pair(s.lop.stride), padding = pair(s.lop.padding);
+      std::vector<AttrValue> attrs{AttrValue::ints("stride", stride), AttrValue::ints("padding", padding)};
+      if (s.wanted(0)) {
+        operands = {s.g, s.in(0), s.in(1)};
+        std::vector<ir::Layout> layouts{s.grad_layout_of(0)};
+        s.give(0, append_multi(s.emit_at(0), OpKind::Conv2dInputGrad, operands, attrs, layouts).front());
+      }
+      if (s.wanted(1)) {
+        operands = {s.g, s.in(0), s.in(1)};
+        std::vector<ir::Layout> layouts{s.grad_layout_of(1)};
+        s.give(1, append_multi(s.emit_at(1), OpKind::Conv2dWeightGrad, operands, attrs, layouts).front());
+      }
+      break;
+    }
+    case ops::OpKind::MaxPool2d:
+    case ops::OpKind::AvgPool2d:
+      if (s.wanted(0)) {
+        s.give(0, append(s.emit_at(0),
+                         s.lop.type == ops::OpKind::MaxPool2d ? OpKind::MaxPool2dGrad : OpKind::AvgPool2dGrad,
+                         {s.g, s.in(0)},
+                         {AttrValue::ints("kernel", pair(s.lop.kernel)), AttrValue::ints("stride", pair(s.lop.stride)),
+                          AttrValue::ints("padding", pair(s.lop.padding))},
+                         s.grad_layout_of(0)));
+      }
+      break;
+    default: no_backward_rule(s.lop);
+  }
+}
+
+}  // namespace dstc::compiler

@@ -1,0 +1,77 @@
+// Backward rules of the elementwise ops other than the activations (which
+// ir/pointwise_ops.def differentiates): a broadcast operand's gradient is
+// summed back over the dims it lacks.
+#include "compiler/lowering/lowering_helpers.h"
+
+namespace dstc::compiler {
+
+void Lowering::backward_elementwise(BackwardStep& s) {
+  using ir::AttrValue;
+  using ir::OpKind;
+  switch (s.lop.type) {
+    case ops::OpKind::Add:
+      if (s.wanted(0)) s.give(0, s.g);
+      if (s.wanted(1)) s.give(1, s.unbroadcast(1, s.g));
+      break;
+    case ops::OpKind::Sub:
+      if (s.wanted(0)) s.give(0, s.g);
+      if (s.wanted(1)) {
+        ir::ValueId neg = append(s.emit_at(1), OpKind::Scale, {s.g}, {AttrValue::real("factor", -1.0)}, s.g_layout);
+        s.give(1, s.unbroadcast(1, neg));
+      }
+      break;
+    case ops::OpKind::Mul:
+      if (s.wanted(0)) s.give(0, append(s.emit_at(0), OpKind::Mul, {s.g, s.in(1)}, {}, s.grad_layout_of(0)));
+      if (s.wanted(1)) {
+        ir::ValueId prod =
+            append(s.emit_at(1), OpKind::Mul, {s.g, s.in(0)}, {}, product_layout(s.g_layout, input_layout(s.op, 0)));
+        s.give(1, s.unbroadcast(1, prod));
+      }
+      break;
+    case ops::OpKind::Div:
+      // y = a / b: da = g / b, db = -(g y) / b summed over b's broadcast.
+      if (s.wanted(0)) s.give(0, append(s.emit_at(0), OpKind::Div, {s.g, s.in(1)}, {}, s.grad_layout_of(0)));
+      if (s.wanted(1)) {
+        Emit e = s.emit_at(1);
+        ir::Layout l = product_layout(s.g_layout, output_layout(s.op));
+        ir::ValueId gy = append(e, OpKind::Mul, {s.g, s.y}, {}, l);
+        ir::ValueId q = append(e, OpKind::Div, {gy, s.in(1)}, {}, l);
+        s.give(1, s.unbroadcast(1, append(e, OpKind::Scale, {q}, {AttrValue::real("factor", -1.0)}, l)));
+      }
+      break;
+    case ops::OpKind::Maximum:
+      if (s.wanted(0) || s.wanted(1)) {
+        std::vector<ir::ValueId> operands{s.g, s.in(0), s.in(1)};
+        std::vector<ir::Layout> layouts{s.grad_layout_of(0), s.g_layout};
+        std::vector<ir::ValueId> r =
+            append_multi(s.emit_at(s.wanted(0) ? 0 : 1), OpKind::MaximumGrad, operands, {}, layouts);
+        if (s.wanted(0)) s.give(0, r[0]);
+        if (s.wanted(1)) s.give(1, s.unbroadcast(1, r[1]));
+      }
+      break;
+    case ops::OpKind::Exp:
+      if (s.wanted(0)) s.give(0, append(s.emit_at(0), OpKind::Mul, {s.g, s.y}, {}, s.grad_layout_of(0)));
+      break;
+    case ops::OpKind::Sqrt:
+      if (s.wanted(0)) {
+        ir::ValueId q = append(s.emit_at(0), OpKind::Div, {s.g, s.y}, {}, s.grad_layout_of(0));
+        s.give(0, append(s.emit_at(0), OpKind::Scale, {q}, {AttrValue::real("factor", 0.5)}, s.grad_layout_of(0)));
+      }
+      break;
+    case ops::OpKind::Scale:
+      if (s.wanted(0))
+        s.give(0, append(s.emit_at(0), OpKind::Scale, {s.g}, {AttrValue::real("factor", s.lop.factor)},
+                         s.grad_layout_of(0)));
+      break;
+    case ops::OpKind::Dropout:
+      if (s.wanted(0)) {
+        ir::ValueId mask = saved_extras(s.op, s.at.micro_batch).front();
+        s.give(0, append(s.emit_at(0), OpKind::DropoutGrad, {s.g, mask}, {AttrValue::real("p", s.lop.p)},
+                         s.grad_layout_of(0)));
+      }
+      break;
+    default: no_backward_rule(s.lop);
+  }
+}
+
+}  // namespace dstc::compiler

@@ -1,0 +1,24 @@
+// Backward rule of embedding: the table's gradient, offset on a vocabulary
+// split.
+#include "compiler/lowering/lowering_helpers.h"
+
+namespace dstc::compiler {
+
+void Lowering::backward_embedding(BackwardStep& s) {
+  using ir::AttrValue;
+  using ir::OpKind;
+  switch (s.lop.type) {
+    case ops::OpKind::Embedding:
+      if (s.wanted(0)) {
+        int64_t vocab = type_of(s.in(0)).dim(0);
+        s.give(0,
+               append(s.emit_at(0), OpKind::EmbeddingGrad, {s.g, s.in(1)},
+                      {AttrValue::integer("vocab", vocab), AttrValue::integer("offset_axis", vocab_split_axis(s.op))},
+                      s.grad_layout_of(0)));
+      }
+      break;
+    default: no_backward_rule(s.lop);
+  }
+}
+
+}  // namespace dstc::compiler

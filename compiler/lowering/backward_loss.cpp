@@ -1,0 +1,43 @@
+// Backward rules of the losses, scaled by the global number of labels.
+#include "compiler/lowering/lowering_helpers.h"
+
+namespace dstc::compiler {
+
+void Lowering::backward_loss(BackwardStep& s) {
+  using ir::AttrValue;
+  using ir::OpKind;
+  switch (s.lop.type) {
+    case ops::OpKind::MseLoss:
+      if (s.wanted(0) || s.wanted(1)) {
+        // d/dprediction of Σ(p - t)² / N is 2 (p - t) g / N.
+        Emit e = s.emit_at(s.wanted(0) ? 0 : 1);
+        ir::Layout x_layout = input_layout(s.op, 0);
+        ir::ValueId diff = append(e, OpKind::Sub, {s.in(0), s.in(1)}, {}, x_layout);
+        ir::ValueId scaled = append(e, OpKind::Scale, {s.g},
+                                    {AttrValue::real("factor", 2.0 / loss_normalizer(graph, s.lop))}, s.g_layout);
+        if (type_of(scaled).dtype != type_of(diff).dtype) {
+          scaled = append(e, OpKind::Cast, {scaled}, {AttrValue::string("dtype", ir::dtype_name(type_of(diff).dtype))},
+                          s.g_layout);
+        }
+        ir::ValueId dpred = append(e, OpKind::Mul, {diff, scaled}, {}, s.grad_layout_of(0));
+        if (s.wanted(0)) s.give(0, dpred);
+        if (s.wanted(1))
+          s.give(1,
+                 append(s.emit_at(1), OpKind::Scale, {dpred}, {AttrValue::real("factor", -1.0)}, s.grad_layout_of(1)));
+      }
+      break;
+    case ops::OpKind::CrossEntropy:
+      if (s.wanted(0)) {
+        Emit e = s.emit_at(0);
+        ir::ValueId scaled =
+            append(e, OpKind::Scale, {s.g}, {AttrValue::real("factor", 1.0 / loss_normalizer(graph, s.lop))},
+                   dual_layout(output_layout(s.op)));
+        s.give(0, append(e, OpKind::CrossEntropyGrad, {scaled, s.in(0), s.in(1)},
+                         {AttrValue::string("reduction", "sum")}, s.grad_layout_of(0)));
+      }
+      break;
+    default: no_backward_rule(s.lop);
+  }
+}
+
+}  // namespace dstc::compiler

@@ -1,0 +1,81 @@
+// Backward rules of the normalisations: softmax, log-softmax, layer, RMS and
+// batch norm (SyncBN).
+#include "compiler/lowering/lowering_helpers.h"
+
+namespace dstc::compiler {
+
+void Lowering::backward_normalization(BackwardStep& s) {
+  using ir::AttrValue;
+  using ir::OpKind;
+  switch (s.lop.type) {
+    case ops::OpKind::LogSoftmax:
+      if (s.wanted(0)) {
+        s.give(0, append(s.emit_at(0), OpKind::LogSoftmaxGrad, {s.g, s.y}, {AttrValue::integer("dim", s.lop.axis)},
+                         s.grad_layout_of(0)));
+      }
+      break;
+    case ops::OpKind::RmsNorm:
+      if (s.wanted(0)) {
+        std::vector<ir::ValueId> operands{s.g, s.in(0)};
+        if (s.lop.inputs.size() > 1) operands.push_back(s.in(1));
+        std::vector<AttrValue> attrs{AttrValue::real("eps", s.lop.eps)};
+        std::vector<ir::Layout> layouts{s.grad_layout_of(0)};
+        s.give(0, append_multi(s.emit_at(0), OpKind::RmsNormGrad, operands, attrs, layouts).front());
+      }
+      if (s.lop.inputs.size() > 1 && s.wanted(1)) {
+        s.give(1, append(s.emit_at(1), OpKind::RmsNormWeightGrad, {s.g, s.in(0)}, {AttrValue::real("eps", s.lop.eps)},
+                         s.grad_layout_of(1)));
+      }
+      break;
+    case ops::OpKind::BatchNorm:
+      if (s.wanted(0) || s.wanted(1) || s.wanted(2)) {
+        // dgamma = Σ dy·x̂ and dbeta = Σ dy are partial where x is split
+        // along a non-channel dim; dx needs them summed (SyncBN backward).
+        const std::vector<ir::ValueId>& stats = saved_extras(s.op, s.at.micro_batch);
+        ir::Layout x_layout = input_layout(s.op, 0);
+        ir::Layout local = stats_layout(dual_layout(x_layout));
+        std::vector<AttrValue> attrs{AttrValue::integer("count", batchnorm_count(*this, s.op)),
+                                     AttrValue::real("eps", s.lop.eps)};
+        Emit e = s.emit_at(s.wanted(0) ? 0 : 1);
+        std::vector<ir::ValueId> operands{s.g, s.in(0), stats[0], stats[1]};
+        std::vector<ir::Layout> layouts{local, local};
+        std::vector<ir::ValueId> w = append_multi(e, OpKind::BatchNormWeightGrad, operands, attrs, layouts);
+        if (s.wanted(1)) s.give(1, w[0]);
+        if (s.wanted(2)) s.give(2, w[1]);
+        if (s.wanted(0)) {
+          Emit comm = e;
+          comm.stream = ir::Stream::Feature;
+          ir::Layout synced = synced_stats_layout(x_layout, local);
+          ir::ValueId dgamma = box(comm, w[0], local, synced);
+          ir::ValueId dbeta = box(comm, w[1], local, synced);
+          std::vector<ir::ValueId> dx_operands{s.g, s.in(0), stats[0], stats[1], s.in(1), dgamma, dbeta};
+          std::vector<ir::Layout> dx_layout{s.grad_layout_of(0)};
+          s.give(0, append_multi(e, OpKind::BatchNormInputGrad, dx_operands, attrs, dx_layout).front());
+        }
+      }
+      break;
+    case ops::OpKind::Softmax:
+      if (s.wanted(0)) {
+        s.give(0, append(s.emit_at(0), OpKind::SoftmaxGrad, {s.g, s.y}, {AttrValue::integer("dim", s.lop.axis)},
+                         s.grad_layout_of(0)));
+      }
+      break;
+    case ops::OpKind::LayerNorm:
+      if (s.wanted(0)) {
+        s.give(0, append(s.emit_at(0), OpKind::LayerNormGrad, {s.g, s.in(0), s.in(1)},
+                         {AttrValue::real("eps", s.lop.eps)}, s.grad_layout_of(0)));
+      }
+      if (s.wanted(1) || s.wanted(2)) {
+        std::vector<ir::ValueId> operands{s.g, s.in(0)};
+        std::vector<AttrValue> attrs{AttrValue::real("eps", s.lop.eps)};
+        std::vector<ir::Layout> layouts{s.grad_layout_of(1), s.grad_layout_of(2)};
+        std::vector<ir::ValueId> r = append_multi(s.emit_at(1), OpKind::LayerNormWeightGrad, operands, attrs, layouts);
+        if (s.wanted(1)) s.give(1, r[0]);
+        if (s.wanted(2)) s.give(2, r[1]);
+      }
+      break;
+    default: no_backward_rule(s.lop);
+  }
+}
+
+}  // namespace dstc::compiler

@@ -1,0 +1,65 @@
+// Backward rules of the shape ops: concat, reshape, select.
+#include "compiler/lowering/lowering_helpers.h"
+
+namespace dstc::compiler {
+
+void Lowering::backward_shape(BackwardStep& s) {
+  using ir::AttrValue;
+  using ir::OpKind;
+  switch (s.lop.type) {
+    case ops::OpKind::Concat: {
+      // Each input's gradient is its slice of g.
+      int64_t start = 0;
+      for (size_t i = 0; i < s.lop.inputs.size(); ++i) {
+        int64_t size = local_type(s.lop.inputs[i].tensor, input_layout(s.op, i), ir::DType::F32).dim(s.lop.axis);
+        if (s.wanted(i)) {
+          s.give(i, append(s.emit_at(i), OpKind::Slice, {s.g},
+                           {AttrValue::integer("dim", s.lop.axis), AttrValue::integer("start", start),
+                            AttrValue::integer("end", start + size)},
+                           s.grad_layout_of(i)));
+        }
+        start += size;
+      }
+      break;
+    }
+    case ops::OpKind::Reshape:
+      if (s.wanted(0)) {
+        ir::TensorType shape = local_type(s.lop.inputs[0].tensor, input_layout(s.op, 0), type_of(s.g).dtype);
+        std::vector<int64_t> dims(shape.shape().begin(), shape.shape().end());
+        s.give(0, append(s.emit_at(0), OpKind::Reshape, {s.g}, {AttrValue::ints("shape", dims)}, s.grad_layout_of(0)));
+      }
+      break;
+    case ops::OpKind::Select:
+      if (s.wanted(0)) {
+        // The gradient goes back to its index; the other indexes get zeros.
+        Emit e = s.emit_at(0);
+        ir::TensorType full = local_type(s.lop.inputs[0].tensor, input_layout(s.op, 0), type_of(s.g).dtype);
+        std::vector<int64_t> one(full.shape().begin(), full.shape().end());
+        int64_t size = one[s.lop.axis];
+        one[s.lop.axis] = 1;
+        ir::ValueId piece = append(e, OpKind::Reshape, {s.g}, {AttrValue::ints("shape", one)}, s.grad_layout_of(0));
+        auto zeros = [&](int64_t n) {
+          std::vector<int64_t> dims = one;
+          dims[s.lop.axis] = n;
+          return append(e, OpKind::Fill, {},
+                        {AttrValue::ints("shape", dims), AttrValue::string("dtype", ir::dtype_name(full.dtype))},
+                        s.grad_layout_of(0));
+        };
+        std::vector<ir::ValueId> parts;
+        if (s.lop.index > 0) parts.push_back(zeros(s.lop.index));
+        parts.push_back(piece);
+        if (s.lop.index + 1 < size) parts.push_back(zeros(size - s.lop.index - 1));
+        if (parts.size() == 1) {
+          s.give(0, piece);
+        } else {
+          std::vector<AttrValue> attrs{AttrValue::integer("dim", s.lop.axis)};
+          std::vector<ir::Layout> layouts{s.grad_layout_of(0)};
+          s.give(0, append_multi(e, OpKind::Concat, parts, attrs, layouts).front());
+        }
+      }
+      break;
+    default: no_backward_rule(s.lop);
+  }
+}
+
+}  // namespace dstc::compiler

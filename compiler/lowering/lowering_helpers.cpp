@@ -1,0 +1,56 @@
+#include "compiler/lowering/lowering_helpers.h"
+
+#include "compiler/sbp/signature.h"
+
+namespace dstc::compiler {
+
+double loss_normalizer(const LogicalGraph& graph, const LogicalOp& op) {
+  // The loss is the mean over every label (target element) of the global
+  // batch, so micro-batch and data-parallel parts sum to it.
+  return static_cast<double>(graph.tensors[op.inputs[1].tensor].numel());
+}
+
+double mean_count(const LogicalGraph& graph, const LogicalOp& op) {
+  double n = 1;
+  for (int32_t a : op.axes) n *= static_cast<double>(graph.tensors[op.inputs[0].tensor].dims[a].size);
+  return n;
+}
+
+std::vector<int64_t> to_ints(const std::vector<int32_t>& v) { return {v.begin(), v.end()}; }
+
+ir::Layout product_layout(const ir::Layout& a, const ir::Layout& b) {
+  ir::Layout out = a;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (b[i].kind == ir::Sbp::PartialSum || b[i].kind == ir::Sbp::Split) out[i] = b[i];
+    if (a[i].kind == ir::Sbp::PartialSum) out[i] = a[i];
+  }
+  return out;
+}
+
+ir::Layout stats_layout(const ir::Layout& x) {
+  ir::Layout out;
+  for (ir::Sbp s : x) {
+    if (s.kind == ir::Sbp::Split)
+      out.push_back(s.dim == 1 ? split(0) : kPartial);
+    else
+      out.push_back(s);
+  }
+  return out;
+}
+
+ir::Layout synced_stats_layout(const ir::Layout& x, const ir::Layout& stats) {
+  ir::Layout out = stats;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (x[i].kind == ir::Sbp::Split && x[i].dim != 1) out[i] = kBroadcast;
+  return out;
+}
+
+std::vector<int64_t> pair(int64_t v) { return {v, v}; }
+
+int64_t batchnorm_count(const Lowering& l, int32_t op) {
+  int32_t x = l.graph.ops[op].inputs[0].tensor;
+  ir::TensorType whole = l.local_type(x, ir::Layout(l.spec.mesh.axis_count(), kBroadcast), ir::DType::F32);
+  return whole.numel() / whole.dim(1);
+}
+
+}  // namespace dstc::compiler

@@ -1,0 +1,33 @@
+// Helpers the forward lowering and the backward rules of several op
+// families share (autodiff.cpp, backward_*.cpp).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "compiler/lowering/lowering_state.h"
+
+namespace dstc::compiler {
+
+// The loss is the mean over every label (target element) of the global
+// batch, so micro-batch and data-parallel parts sum to it.
+double loss_normalizer(const LogicalGraph& graph, const LogicalOp& op);
+// Elements a Mean averages: the global sizes of its reduced dims (a mean
+// over the batch divides by the global batch, as the losses do).
+double mean_count(const LogicalGraph& graph, const LogicalOp& op);
+std::vector<int64_t> to_ints(const std::vector<int32_t>& v);
+// The layout of a product of two values laid out `a` and `b` (a partial
+// factor makes the product partial; otherwise they split alike).
+ir::Layout product_layout(const ir::Layout& a, const ir::Layout& b);
+// Batchnorm's per-channel statistics on each mesh axis, given x's layout:
+// a channel split keeps them split; another split makes them partial sums.
+ir::Layout stats_layout(const ir::Layout& x);
+// The same statistics summed over the axes where x is split along another
+// dim than the channels (what SyncBN all-reduces); partial axes stay.
+ir::Layout synced_stats_layout(const ir::Layout& x, const ir::Layout& stats);
+std::vector<int64_t> pair(int64_t v);
+// Elements per channel that batchnorm's statistics cover: the whole
+// micro-batch over every device (SyncBN).
+int64_t batchnorm_count(const Lowering& l, int32_t op);
+
+}  // namespace dstc::compiler
