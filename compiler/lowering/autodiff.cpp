@@ -51,120 +51,24 @@ const Lowering::EinsumSpecs& Lowering::einsum_specs(int32_t op) {
 
 ir::ValueId Lowering::emit_forward_op(const Emit& at, int32_t op, const std::vector<ir::ValueId>& in) {
   const LogicalOp& lop = graph.ops[op];
-  ir::Layout out = output_layout(op);
-  using ir::AttrValue;
-  using ir::OpKind;
-  if (const ir::PointwiseOp* p = ops::op_def(lop.type).pointwise) return append(at, p->kind, {in[0]}, {}, out);
-  switch (lop.type) {
-    case ops::OpKind::Einsum: {
-      const std::string& spec_text = einsum_specs(op).forward;
-      if (in.size() == 1) return append(at, OpKind::Einsum, {in[0]}, {AttrValue::string("spec", spec_text)}, out);
-      return append(at, OpKind::Einsum, {in[0], in[1]}, {AttrValue::string("spec", spec_text)}, out);
-    }
-    case ops::OpKind::Add: return append(at, OpKind::Add, {in[0], in[1]}, {}, out);
-    case ops::OpKind::Sub: return append(at, OpKind::Sub, {in[0], in[1]}, {}, out);
-    case ops::OpKind::Mul: return append(at, OpKind::Mul, {in[0], in[1]}, {}, out);
-    case ops::OpKind::Div: return append(at, OpKind::Div, {in[0], in[1]}, {}, out);
-    case ops::OpKind::Maximum: return append(at, OpKind::Maximum, {in[0], in[1]}, {}, out);
-    case ops::OpKind::Exp: return append(at, OpKind::Exp, {in[0]}, {}, out);
-    case ops::OpKind::Sqrt: return append(at, OpKind::Sqrt, {in[0]}, {}, out);
-    case ops::OpKind::Scale: return append(at, OpKind::Scale, {in[0]}, {AttrValue::real("factor", lop.factor)}, out);
-    case ops::OpKind::LogSoftmax:
-      return append(at, OpKind::LogSoftmax, {in[0]}, {AttrValue::integer("dim", lop.axis)}, out);
-    case ops::OpKind::RmsNorm: {
-      std::vector<AttrValue> attrs{AttrValue::real("eps", lop.eps)};
-      return append_multi(at, OpKind::RmsNorm, in, attrs, std::span<const ir::Layout>(&out, 1)).front();
-    }
-    case ops::OpKind::BatchNorm: {
-      // SyncBN: per-channel sums, all-reduced where the batch (or a spatial
-      // dim) is split, normalize with the global statistics.
-      ir::Layout x_layout = input_layout(op, 0);
-      ir::Layout local = stats_layout(x_layout);
-      ir::Layout synced = synced_stats_layout(x_layout, local);
-      std::vector<ir::Layout> layouts{local, local};
-      std::vector<ir::ValueId> stats = append_multi(at, OpKind::BatchNormStats, {&in[0], 1}, {}, layouts);
-      Emit comm = at;
-      comm.stream = ir::Stream::Feature;
-      ir::ValueId sum = box(comm, stats[0], local, synced);
-      ir::ValueId sumsq = box(comm, stats[1], local, synced);
-      save_extras(op, at.micro_batch, {sum, sumsq});
-      return append(at, OpKind::BatchNormApply, {in[0], sum, sumsq, in[1], in[2]},
-                    {AttrValue::integer("count", batchnorm_count(*this, op)), AttrValue::real("eps", lop.eps)}, out);
-    }
-    case ops::OpKind::Sum: return append(at, OpKind::Sum, {in[0]}, {AttrValue::ints("dims", to_ints(lop.axes))}, out);
-    case ops::OpKind::Mean: {
-      ir::ValueId sum = append(at, OpKind::Sum, {in[0]}, {AttrValue::ints("dims", to_ints(lop.axes))}, out);
-      return append(at, OpKind::Scale, {sum}, {AttrValue::real("factor", 1.0 / mean_count(graph, lop))}, out);
-    }
-    case ops::OpKind::Max:
-      return append(at, OpKind::ReduceMax, {in[0]}, {AttrValue::ints("dims", to_ints(lop.axes))}, out);
-    case ops::OpKind::MseLoss: {
-      // Summed squared difference (in f32), then 1/N over the global batch.
-      ir::Layout x_layout = input_layout(op, 0);
-      ir::ValueId diff = append(at, OpKind::Sub, {in[0], in[1]}, {}, x_layout);
-      ir::ValueId squared = append(at, OpKind::Mul, {diff, diff}, {}, x_layout);
-      if (type_of(squared).dtype != ir::DType::F32)
-        squared = append(at, OpKind::Cast, {squared}, {AttrValue::string("dtype", "f32")}, x_layout);
-      std::vector<int64_t> all;
-      for (int d = 0; d < type_of(squared).rank; ++d) all.push_back(d);
-      ir::ValueId sum = append(at, OpKind::Sum, {squared}, {AttrValue::ints("dims", all)}, out);
-      return append(at, OpKind::Scale, {sum}, {AttrValue::real("factor", 1.0 / loss_normalizer(graph, lop))}, out);
-    }
-    case ops::OpKind::Conv2d:
-      return append(at, OpKind::Conv2d, {in[0], in[1]},
-                    {AttrValue::ints("stride", pair(lop.stride)), AttrValue::ints("padding", pair(lop.padding))}, out);
-    case ops::OpKind::MaxPool2d:
-    case ops::OpKind::AvgPool2d:
-      return append(at, lop.type == ops::OpKind::MaxPool2d ? OpKind::MaxPool2d : OpKind::AvgPool2d, {in[0]},
-                    {AttrValue::ints("kernel", pair(lop.kernel)), AttrValue::ints("stride", pair(lop.stride)),
-                     AttrValue::ints("padding", pair(lop.padding))},
-                    out);
-    case ops::OpKind::Concat: {
-      std::vector<AttrValue> attrs{AttrValue::integer("dim", lop.axis)};
-      return append_multi(at, OpKind::Concat, in, attrs, std::span<const ir::Layout>(&out, 1)).front();
-    }
-    case ops::OpKind::Softmax: return append(at, OpKind::Softmax, {in[0]}, {AttrValue::integer("dim", lop.axis)}, out);
-    case ops::OpKind::LayerNorm:
-      return append(at, OpKind::LayerNorm, {in[0], in[1], in[2]}, {AttrValue::real("eps", lop.eps)}, out);
-    case ops::OpKind::Dropout: {
-      std::vector<ir::ValueId> operands{in[0]};
-      std::vector<AttrValue> attrs{AttrValue::real("p", lop.p), AttrValue::integer("seed", op)};
-      ir::Layout mask = out;
-      std::vector<ir::Layout> layouts{out, mask};
-      std::vector<ir::ValueId> r = append_multi(at, OpKind::Dropout, operands, attrs, layouts);
-      save_extras(op, at.micro_batch, {r[1]});
-      return r[0];
-    }
-    case ops::OpKind::Embedding: {
-      int axis = vocab_split_axis(op);
-      return append(at, OpKind::Embedding, {in[0], in[1]}, {AttrValue::integer("offset_axis", axis)}, out);
-    }
-    case ops::OpKind::CrossEntropy: {
-      ir::ValueId sum = append(at, OpKind::CrossEntropy, {in[0], in[1]}, {AttrValue::string("reduction", "sum")}, out);
-      return append(at, OpKind::Scale, {sum}, {AttrValue::real("factor", 1.0 / loss_normalizer(graph, lop))}, out);
-    }
-    case ops::OpKind::Attention:
-      return append(at, OpKind::Attention, {in[0], in[1], in[2]}, {AttrValue::boolean("causal", lop.causal)}, out);
-    case ops::OpKind::Reshape: {
-      ir::TensorType shape = local_type(lop.output, out, type_of(in[0]).dtype);
-      std::vector<int64_t> dims(shape.shape().begin(), shape.shape().end());
-      return append(at, OpKind::Reshape, {in[0]}, {AttrValue::ints("shape", dims)}, out);
-    }
-    case ops::OpKind::Select: {
-      ir::Layout in_layout = input_layout(op, 0);
-      ir::ValueId picked = append(at, OpKind::Slice, {in[0]},
-                                  {AttrValue::integer("dim", lop.axis), AttrValue::integer("start", lop.index),
-                                   AttrValue::integer("end", lop.index + 1)},
-                                  in_layout);
-      ir::TensorType shape = local_type(lop.output, out, type_of(in[0]).dtype);
-      std::vector<int64_t> dims(shape.shape().begin(), shape.shape().end());
-      return append(at, OpKind::Reshape, {picked}, {AttrValue::ints("shape", dims)}, out);
-    }
-    case ops::OpKind::Matmul:  // the logical graph builder rewrites these three
-    case ops::OpKind::Identity:
-    case ops::OpKind::GlobalAvgPool:
-    default: break;  // the activations are lowered above, from their table
+  const ForwardStep f{at, op, lop, in, output_layout(op)};
+  if (const ir::PointwiseOp* p = ops::op_def(lop.type).pointwise) return append(at, p->kind, {in[0]}, {}, f.out);
+  switch (ops::op_def(lop.type).family) {
+    case ops::Family::Contraction: return forward_contraction(f);
+    case ops::Family::Elementwise: return forward_elementwise(f);
+    case ops::Family::Normalization: return forward_normalization(f);
+    case ops::Family::Reduction: return forward_reduction(f);
+    case ops::Family::Embedding: return forward_embedding(f);
+    case ops::Family::Loss: return forward_loss(f);
+    case ops::Family::Attention: return forward_attention(f);
+    case ops::Family::Convolution: return forward_convolution(f);
+    case ops::Family::Shape: return forward_shape(f);
   }
+  no_forward_lowering(lop);
+}
+
+void Lowering::no_forward_lowering(const LogicalOp& lop) {
+  // The logical graph builder rewrites matmul, global_avgpool and identity.
   throw std::logic_error(fmt::format("no forward lowering for {}", ops::op_name(lop.type)));
 }
 

@@ -116,7 +116,24 @@ class Lowering {
     ir::ValueId expand(const Emit& e, ir::ValueId grad, size_t i, const std::vector<int32_t>& dims);
     void give(size_t i, ir::ValueId grad) { result.push_back({static_cast<int>(i), grad}); }
   };
-  // The backward rules by op family (backward_<family>.cpp).
+  // One op's forward: its inputs in their layouts, its output's layout.
+  struct ForwardStep {
+    const Emit& at;
+    int32_t op;
+    const LogicalOp& lop;
+    const std::vector<ir::ValueId>& in;
+    ir::Layout out;
+  };
+  // The forward lowering and backward rules by op family (<family>_rules.cpp).
+  ir::ValueId forward_contraction(const ForwardStep& f);
+  ir::ValueId forward_elementwise(const ForwardStep& f);
+  ir::ValueId forward_normalization(const ForwardStep& f);
+  ir::ValueId forward_reduction(const ForwardStep& f);
+  ir::ValueId forward_embedding(const ForwardStep& f);
+  ir::ValueId forward_loss(const ForwardStep& f);
+  ir::ValueId forward_attention(const ForwardStep& f);
+  ir::ValueId forward_convolution(const ForwardStep& f);
+  ir::ValueId forward_shape(const ForwardStep& f);
   void backward_contraction(BackwardStep& s);
   void backward_elementwise(BackwardStep& s);
   void backward_normalization(BackwardStep& s);
@@ -126,6 +143,7 @@ class Lowering {
   void backward_attention(BackwardStep& s);
   void backward_convolution(BackwardStep& s);
   void backward_shape(BackwardStep& s);
+  [[noreturn]] static void no_forward_lowering(const LogicalOp& lop);
   [[noreturn]] static void no_backward_rule(const LogicalOp& lop);
 
  private:

@@ -1,9 +1,36 @@
-// Backward rules of the elementwise ops other than the activations (which
-// ir/pointwise_ops.def differentiates): a broadcast operand's gradient is
-// summed back over the dims it lacks.
+// The elementwise ops other than the activations (ir/pointwise_ops.def
+// lowers and differentiates those): forward ops and gradients; a broadcast
+// operand's gradient is summed back over the dims it lacks.
+// One family's rules; autodiff.cpp picks the family from the op table.
 #include "compiler/lowering/lowering_helpers.h"
 
 namespace dstc::compiler {
+
+ir::ValueId Lowering::forward_elementwise(const ForwardStep& f) {
+  using ir::AttrValue;
+  using ir::OpKind;
+  switch (f.lop.type) {
+    case ops::OpKind::Add: return append(f.at, OpKind::Add, {f.in[0], f.in[1]}, {}, f.out);
+    case ops::OpKind::Sub: return append(f.at, OpKind::Sub, {f.in[0], f.in[1]}, {}, f.out);
+    case ops::OpKind::Mul: return append(f.at, OpKind::Mul, {f.in[0], f.in[1]}, {}, f.out);
+    case ops::OpKind::Div: return append(f.at, OpKind::Div, {f.in[0], f.in[1]}, {}, f.out);
+    case ops::OpKind::Maximum: return append(f.at, OpKind::Maximum, {f.in[0], f.in[1]}, {}, f.out);
+    case ops::OpKind::Exp: return append(f.at, OpKind::Exp, {f.in[0]}, {}, f.out);
+    case ops::OpKind::Sqrt: return append(f.at, OpKind::Sqrt, {f.in[0]}, {}, f.out);
+    case ops::OpKind::Scale:
+      return append(f.at, OpKind::Scale, {f.in[0]}, {AttrValue::real("factor", f.lop.factor)}, f.out);
+    case ops::OpKind::Dropout: {
+      std::vector<ir::ValueId> operands{f.in[0]};
+      std::vector<AttrValue> attrs{AttrValue::real("p", f.lop.p), AttrValue::integer("seed", f.op)};
+      ir::Layout mask = f.out;
+      std::vector<ir::Layout> layouts{f.out, mask};
+      std::vector<ir::ValueId> r = append_multi(f.at, OpKind::Dropout, operands, attrs, layouts);
+      save_extras(f.op, f.at.micro_batch, {r[1]});
+      return r[0];
+    }
+    default: no_forward_lowering(f.lop);
+  }
+}
 
 void Lowering::backward_elementwise(BackwardStep& s) {
   using ir::AttrValue;

@@ -1,7 +1,36 @@
-// Backward rules of the losses, scaled by the global number of labels.
+// Losses: summed, then scaled by the global number of labels; gradients
+// scaled alike.
+// One family's rules; autodiff.cpp picks the family from the op table.
 #include "compiler/lowering/lowering_helpers.h"
 
 namespace dstc::compiler {
+
+ir::ValueId Lowering::forward_loss(const ForwardStep& f) {
+  using ir::AttrValue;
+  using ir::OpKind;
+  switch (f.lop.type) {
+    case ops::OpKind::MseLoss: {
+      // Summed squared difference (in f32), then 1/N over the global batch.
+      ir::Layout x_layout = input_layout(f.op, 0);
+      ir::ValueId diff = append(f.at, OpKind::Sub, {f.in[0], f.in[1]}, {}, x_layout);
+      ir::ValueId squared = append(f.at, OpKind::Mul, {diff, diff}, {}, x_layout);
+      if (type_of(squared).dtype != ir::DType::F32)
+        squared = append(f.at, OpKind::Cast, {squared}, {AttrValue::string("dtype", "f32")}, x_layout);
+      std::vector<int64_t> all;
+      for (int d = 0; d < type_of(squared).rank; ++d) all.push_back(d);
+      ir::ValueId sum = append(f.at, OpKind::Sum, {squared}, {AttrValue::ints("dims", all)}, f.out);
+      return append(f.at, OpKind::Scale, {sum}, {AttrValue::real("factor", 1.0 / loss_normalizer(graph, f.lop))},
+                    f.out);
+    }
+    case ops::OpKind::CrossEntropy: {
+      ir::ValueId sum =
+          append(f.at, OpKind::CrossEntropy, {f.in[0], f.in[1]}, {AttrValue::string("reduction", "sum")}, f.out);
+      return append(f.at, OpKind::Scale, {sum}, {AttrValue::real("factor", 1.0 / loss_normalizer(graph, f.lop))},
+                    f.out);
+    }
+    default: no_forward_lowering(f.lop);
+  }
+}
 
 void Lowering::backward_loss(BackwardStep& s) {
   using ir::AttrValue;

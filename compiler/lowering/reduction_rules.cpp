@@ -1,7 +1,25 @@
-// Backward rules of the reductions: g expanded back over the reduced dims.
+// Reductions (sum, mean, max): forward ops, and g expanded back over the
+// reduced dims.
+// One family's rules; autodiff.cpp picks the family from the op table.
 #include "compiler/lowering/lowering_helpers.h"
 
 namespace dstc::compiler {
+
+ir::ValueId Lowering::forward_reduction(const ForwardStep& f) {
+  using ir::AttrValue;
+  using ir::OpKind;
+  switch (f.lop.type) {
+    case ops::OpKind::Sum:
+      return append(f.at, OpKind::Sum, {f.in[0]}, {AttrValue::ints("dims", to_ints(f.lop.axes))}, f.out);
+    case ops::OpKind::Mean: {
+      ir::ValueId sum = append(f.at, OpKind::Sum, {f.in[0]}, {AttrValue::ints("dims", to_ints(f.lop.axes))}, f.out);
+      return append(f.at, OpKind::Scale, {sum}, {AttrValue::real("factor", 1.0 / mean_count(graph, f.lop))}, f.out);
+    }
+    case ops::OpKind::Max:
+      return append(f.at, OpKind::ReduceMax, {f.in[0]}, {AttrValue::ints("dims", to_ints(f.lop.axes))}, f.out);
+    default: no_forward_lowering(f.lop);
+  }
+}
 
 void Lowering::backward_reduction(BackwardStep& s) {
   using ir::AttrValue;

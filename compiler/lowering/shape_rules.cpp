@@ -1,7 +1,35 @@
-// Backward rules of the shape ops: concat, reshape, select.
+// Shape ops (concat, reshape, select): forward ops and gradients.
+// One family's rules; autodiff.cpp picks the family from the op table.
 #include "compiler/lowering/lowering_helpers.h"
 
 namespace dstc::compiler {
+
+ir::ValueId Lowering::forward_shape(const ForwardStep& f) {
+  using ir::AttrValue;
+  using ir::OpKind;
+  switch (f.lop.type) {
+    case ops::OpKind::Concat: {
+      std::vector<AttrValue> attrs{AttrValue::integer("dim", f.lop.axis)};
+      return append_multi(f.at, OpKind::Concat, f.in, attrs, std::span<const ir::Layout>(&f.out, 1)).front();
+    }
+    case ops::OpKind::Reshape: {
+      ir::TensorType shape = local_type(f.lop.output, f.out, type_of(f.in[0]).dtype);
+      std::vector<int64_t> dims(shape.shape().begin(), shape.shape().end());
+      return append(f.at, OpKind::Reshape, {f.in[0]}, {AttrValue::ints("shape", dims)}, f.out);
+    }
+    case ops::OpKind::Select: {
+      ir::Layout in_layout = input_layout(f.op, 0);
+      ir::ValueId picked = append(f.at, OpKind::Slice, {f.in[0]},
+                                  {AttrValue::integer("dim", f.lop.axis), AttrValue::integer("start", f.lop.index),
+                                   AttrValue::integer("end", f.lop.index + 1)},
+                                  in_layout);
+      ir::TensorType shape = local_type(f.lop.output, f.out, type_of(f.in[0]).dtype);
+      std::vector<int64_t> dims(shape.shape().begin(), shape.shape().end());
+      return append(f.at, OpKind::Reshape, {picked}, {AttrValue::ints("shape", dims)}, f.out);
+    }
+    default: no_forward_lowering(f.lop);
+  }
+}
 
 void Lowering::backward_shape(BackwardStep& s) {
   using ir::AttrValue;

@@ -1,7 +1,26 @@
-// Backward rules of convolution and pooling.
+// Convolution and pooling: forward ops and their grads.
+// One family's rules; autodiff.cpp picks the family from the op table.
 #include "compiler/lowering/lowering_helpers.h"
 
 namespace dstc::compiler {
+
+ir::ValueId Lowering::forward_convolution(const ForwardStep& f) {
+  using ir::AttrValue;
+  using ir::OpKind;
+  switch (f.lop.type) {
+    case ops::OpKind::Conv2d:
+      return append(f.at, OpKind::Conv2d, {f.in[0], f.in[1]},
+                    {AttrValue::ints("stride", pair(f.lop.stride)), AttrValue::ints("padding", pair(f.lop.padding))},
+                    f.out);
+    case ops::OpKind::MaxPool2d:
+    case ops::OpKind::AvgPool2d:
+      return append(f.at, f.lop.type == ops::OpKind::MaxPool2d ? OpKind::MaxPool2d : OpKind::AvgPool2d, {f.in[0]},
+                    {AttrValue::ints("kernel", pair(f.lop.kernel)), AttrValue::ints("stride", pair(f.lop.stride)),
+                     AttrValue::ints("padding", pair(f.lop.padding))},
+                    f.out);
+    default: no_forward_lowering(f.lop);
+  }
+}
 
 void Lowering::backward_convolution(BackwardStep& s) {
   using ir::AttrValue;

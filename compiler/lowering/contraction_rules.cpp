@@ -1,8 +1,23 @@
-// Backward rules of the contractions (einsum): each operand's gradient is an
-// einsum of g with the other.
+// Contractions (einsum): the forward einsum, and each operand's gradient as
+// an einsum of g with the other.
+// One family's rules; autodiff.cpp picks the family from the op table.
 #include "compiler/lowering/lowering_helpers.h"
 
 namespace dstc::compiler {
+
+ir::ValueId Lowering::forward_contraction(const ForwardStep& f) {
+  using ir::AttrValue;
+  using ir::OpKind;
+  switch (f.lop.type) {
+    case ops::OpKind::Einsum: {
+      const std::string& spec_text = einsum_specs(f.op).forward;
+      if (f.in.size() == 1)
+        return append(f.at, OpKind::Einsum, {f.in[0]}, {AttrValue::string("spec", spec_text)}, f.out);
+      return append(f.at, OpKind::Einsum, {f.in[0], f.in[1]}, {AttrValue::string("spec", spec_text)}, f.out);
+    }
+    default: no_forward_lowering(f.lop);
+  }
+}
 
 void Lowering::backward_contraction(BackwardStep& s) {
   using ir::AttrValue;

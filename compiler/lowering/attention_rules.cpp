@@ -1,7 +1,19 @@
-// Backward rule of attention: one fused grad op for q, k and v.
+// Attention: the forward op, and one fused grad op for q, k and v.
+// One family's rules; autodiff.cpp picks the family from the op table.
 #include "compiler/lowering/lowering_helpers.h"
 
 namespace dstc::compiler {
+
+ir::ValueId Lowering::forward_attention(const ForwardStep& f) {
+  using ir::AttrValue;
+  using ir::OpKind;
+  switch (f.lop.type) {
+    case ops::OpKind::Attention:
+      return append(f.at, OpKind::Attention, {f.in[0], f.in[1], f.in[2]}, {AttrValue::boolean("causal", f.lop.causal)},
+                    f.out);
+    default: no_forward_lowering(f.lop);
+  }
+}
 
 void Lowering::backward_attention(BackwardStep& s) {
   using ir::AttrValue;

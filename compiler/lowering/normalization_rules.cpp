@@ -1,8 +1,44 @@
-// Backward rules of the normalisations: softmax, log-softmax, layer, RMS and
-// batch norm (SyncBN).
+// Normalisations (softmax, log-softmax, layer, RMS and batch norm, SyncBN):
+// forward ops and gradients.
+// One family's rules; autodiff.cpp picks the family from the op table.
 #include "compiler/lowering/lowering_helpers.h"
 
 namespace dstc::compiler {
+
+ir::ValueId Lowering::forward_normalization(const ForwardStep& f) {
+  using ir::AttrValue;
+  using ir::OpKind;
+  switch (f.lop.type) {
+    case ops::OpKind::LogSoftmax:
+      return append(f.at, OpKind::LogSoftmax, {f.in[0]}, {AttrValue::integer("dim", f.lop.axis)}, f.out);
+    case ops::OpKind::RmsNorm: {
+      std::vector<AttrValue> attrs{AttrValue::real("eps", f.lop.eps)};
+      return append_multi(f.at, OpKind::RmsNorm, f.in, attrs, std::span<const ir::Layout>(&f.out, 1)).front();
+    }
+    case ops::OpKind::BatchNorm: {
+      // SyncBN: per-channel sums, all-reduced where the batch (or a spatial
+      // dim) is split, normalize with the global statistics.
+      ir::Layout x_layout = input_layout(f.op, 0);
+      ir::Layout local = stats_layout(x_layout);
+      ir::Layout synced = synced_stats_layout(x_layout, local);
+      std::vector<ir::Layout> layouts{local, local};
+      std::vector<ir::ValueId> stats = append_multi(f.at, OpKind::BatchNormStats, {&f.in[0], 1}, {}, layouts);
+      Emit comm = f.at;
+      comm.stream = ir::Stream::Feature;
+      ir::ValueId sum = box(comm, stats[0], local, synced);
+      ir::ValueId sumsq = box(comm, stats[1], local, synced);
+      save_extras(f.op, f.at.micro_batch, {sum, sumsq});
+      return append(f.at, OpKind::BatchNormApply, {f.in[0], sum, sumsq, f.in[1], f.in[2]},
+                    {AttrValue::integer("count", batchnorm_count(*this, f.op)), AttrValue::real("eps", f.lop.eps)},
+                    f.out);
+    }
+    case ops::OpKind::Softmax:
+      return append(f.at, OpKind::Softmax, {f.in[0]}, {AttrValue::integer("dim", f.lop.axis)}, f.out);
+    case ops::OpKind::LayerNorm:
+      return append(f.at, OpKind::LayerNorm, {f.in[0], f.in[1], f.in[2]}, {AttrValue::real("eps", f.lop.eps)}, f.out);
+    default: no_forward_lowering(f.lop);
+  }
+}
 
 void Lowering::backward_normalization(BackwardStep& s) {
   using ir::AttrValue;
