@@ -968,12 +968,29 @@ class Parser {
     for (size_t i = 0; i < results.size(); ++i)
       names_scratch_.push_back(name_id(results[i].text, static_cast<ValueId>(function_->values.size() + i)));
 
+    // Shape rules read their operands by position: when one will infer the
+    // result types, a count it does not take is reported here, before it
+    // runs (with the types given, the verifier reports it).
+    if (types_.empty() && (operands_.size() < info.min_operands ||
+                           (info.max_operands != kVariadic && operands_.size() > info.max_operands))) {
+      std::string want = info.max_operands == kVariadic ? fmt::format("at least {}", info.min_operands)
+                         : info.min_operands == info.max_operands
+                             ? fmt::format("{}", info.min_operands)
+                             : fmt::format("{} to {}", info.min_operands, info.max_operands);
+      return error(diag::kIrSignature, range(start, name_end),
+                   fmt::format("{} takes {} operand(s), not {}", info.name, want, operands_.size()));
+    }
     spec.operands = operands_;
     spec.attrs = attrs_;
     spec.result_types = types_;
     spec.result_layouts = layouts_;
     spec.result_names = names_scratch_;
-    OpId op = builder.append(spec);
+    OpId op = 0;
+    try {
+      op = builder.append(spec);
+    } catch (const IrBuildError& e) {  // a shape rule refused the operands it infers from
+      return error(diag::kIrType, range(start, name_end), e.what());
+    }
     function_->op_ranges.resize(function_->ops.size());
     function_->op_ranges[op] = range(start, name_end);
     function_->value_ranges.resize(function_->values.size());
