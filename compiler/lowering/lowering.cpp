@@ -346,7 +346,7 @@ ir::ValueId Lowering::input_value(int32_t t, int32_t mb, int32_t stage, bool rec
   if (tensor.kind == TensorKind::Input) {
     uint64_t key = stage_key(t, mb, stage);
     if (auto it = data_args_.find(key); it != data_args_.end()) return it->second;
-    const bool micro_batched = resolved.micro_batches > 1;
+    const bool micro_batched = resolved.batch_splits > 1;  // a probe may run one of several
     std::string name = micro_batched ? fmt::format("{}.mb{}", tensor.name, mb) : tensor.name;
     ir::InputData data;
     data.data = module_.intern(tensor.name);
