@@ -721,7 +721,7 @@ class StrategyElaborator {
       Sbp& s = out[static_cast<size_t>(axis)];
       s.written = true;
       if (a.kind == "S" && a.has_arg) {
-        s.kind = SbpKind::Split;
+        s.kind = ir::Sbp::Split;
         if (a.arg_is_int) {
           if (!memory || a.arg.size() > 3) {
             diags_.error(diag::kBadSbp, a.arg_range,
@@ -733,17 +733,22 @@ class StrategyElaborator {
           s.dim = a.arg;
         }
       } else if (a.kind == "B" && !a.has_arg) {
-        s.kind = SbpKind::Broadcast;
+        s.kind = ir::Sbp::Broadcast;
       } else if (a.kind == "P" && (!a.has_arg || a.arg == "sum" || a.arg == "max")) {
-        s.kind = SbpKind::Partial;
-        s.reduce = a.arg == "max" ? ReduceOp::Max : ReduceOp::Sum;
+        if (a.arg == "max" && !memory) {
+          diags_.error(diag::kBadSbp, a.arg_range,
+                       "a compute config's P is a sum: the op's inputs arrive partial and its output stays "
+                       "partial; P(max) describes stored tensors");
+          return std::nullopt;
+        }
+        s.kind = a.arg == "max" ? ir::Sbp::PartialMax : ir::Sbp::PartialSum;
       } else {
         diags_.error(diag::kBadSbp, a.kind_range,
                      fmt::format("an SBP is S(dim), B, P, P(sum) or P(max), not {}{}", a.kind,
                                  a.has_arg ? "(" + a.arg + ")" : ""));
         return std::nullopt;
       }
-      if (out_.pipeline.present && static_cast<size_t>(axis) == out_.pipeline.axis && s.kind == SbpKind::Split) {
+      if (out_.pipeline.present && static_cast<size_t>(axis) == out_.pipeline.axis && s.kind == ir::Sbp::Split) {
         diags_.error(diag::kBadSbp, a.axis_range,
                      fmt::format("axis {} carries the pipeline; it cannot also split", a.axis));
         return std::nullopt;
@@ -765,7 +770,7 @@ class StrategyElaborator {
     for (const Dim& d : dims) {
       int64_t parts = 1;
       for (size_t a = 0; a < sbp.size(); ++a) {
-        if (sbp[a].kind == SbpKind::Split && sbp[a].dim == d.name) parts *= out_.mesh[a].size;
+        if (sbp[a].kind == ir::Sbp::Split && sbp[a].dim == d.name) parts *= out_.mesh[a].size;
       }
       if (d.size % parts != 0) {
         diags_.error(diag::kSplitNotDivisible, at,
@@ -781,7 +786,7 @@ class StrategyElaborator {
   bool dims_known(const std::vector<Sbp>& sbp, const std::vector<Dim>& dims, const std::vector<AxisSbp>& written,
                   const Where& where, bool report) {
     for (size_t a = 0; a < sbp.size(); ++a) {
-      if (sbp[a].kind != SbpKind::Split || sbp[a].dim.empty()) continue;
+      if (sbp[a].kind != ir::Sbp::Split || sbp[a].dim.empty()) continue;
       if (std::none_of(dims.begin(), dims.end(), [&](const Dim& d) { return d.name == sbp[a].dim; })) {
         if (report) {
           std::string names;
@@ -904,7 +909,7 @@ class StrategyElaborator {
       const Tensor& tensor = out_.model->tensors[t];
       std::vector<Sbp> resolved = *sbp;
       for (Sbp& x : resolved) {
-        if (x.kind != SbpKind::Split) continue;
+        if (x.kind != ir::Sbp::Split) continue;
         if (x.dim_index >= 0) {
           if (static_cast<size_t>(x.dim_index) >= tensor.dims.size()) {
             diags_.error(

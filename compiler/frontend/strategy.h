@@ -17,6 +17,7 @@
 #include "compiler/frontend/model.h"
 #include "compiler/schedule/schedule_generators.h"
 #include "compiler/strategy/training_choices.h"
+#include "ir/mesh.h"
 
 namespace dstc::frontend {
 
@@ -59,22 +60,19 @@ struct ScheduleConfig {
   SourceRange range;
 };
 
-enum class SbpKind { Split, Broadcast, Partial };
-enum class ReduceOp { Sum, Max };
-
-// The layout on one mesh axis. Split names a dim of the op (compute) or of
-// the tensor (memory; also by index, dim_index >= 0).
+// The layout on one mesh axis, with the IR's kinds (ir::Sbp). Split names
+// a dim of the op (compute) or of the tensor (memory; also by index,
+// dim_index >= 0).
 struct Sbp {
-  SbpKind kind = SbpKind::Broadcast;
+  ir::Sbp::Kind kind = ir::Sbp::Broadcast;
   std::string dim;
   int dim_index = -1;
-  ReduceOp reduce = ReduceOp::Sum;
   // Written in the config; an axis left out of a compute config is the
   // compiler's to choose (the default's, or propagated), not B.
   bool written = false;
   // Equal layouts, however they were given.
   friend bool operator==(const Sbp& a, const Sbp& b) {
-    return a.kind == b.kind && a.dim == b.dim && a.dim_index == b.dim_index && a.reduce == b.reduce;
+    return a.kind == b.kind && a.dim == b.dim && a.dim_index == b.dim_index;
   }
 };
 

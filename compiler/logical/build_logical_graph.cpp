@@ -277,7 +277,7 @@ class LogicalGraphBuilder {
     ir::Layout layout;
     for (const frontend::Sbp& s : sbp) {
       ir::Sbp out;
-      if (s.kind == frontend::SbpKind::Split) {
+      if (s.kind == ir::Sbp::Split) {
         int dim = s.dim_index;
         if (dim < 0) {
           const auto& dims = graph_.tensors[t].dims;
@@ -285,8 +285,8 @@ class LogicalGraphBuilder {
             if (dims[a].name == s.dim) dim = static_cast<int>(a);
         }
         out = {ir::Sbp::Split, static_cast<uint8_t>(std::max(dim, 0))};
-      } else if (s.kind == frontend::SbpKind::Partial) {
-        out = {s.reduce == frontend::ReduceOp::Max ? ir::Sbp::PartialMax : ir::Sbp::PartialSum, 0};
+      } else {
+        out = {s.kind, 0};
       }
       layout.push_back(out);
     }
@@ -295,12 +295,7 @@ class LogicalGraphBuilder {
 
   static std::optional<AxisCompute> axis_compute(const frontend::Sbp& s) {
     if (!s.written) return std::nullopt;
-    switch (s.kind) {
-      case frontend::SbpKind::Split: return AxisCompute{AxisCompute::Split, s.dim};
-      case frontend::SbpKind::Broadcast: return AxisCompute{AxisCompute::Broadcast, {}};
-      case frontend::SbpKind::Partial: return AxisCompute{AxisCompute::Partial, {}};
-    }
-    return std::nullopt;
+    return AxisCompute{s.kind, s.kind == ir::Sbp::Split ? s.dim : std::string{}};
   }
 
   static ComputeConfig compute_config(const frontend::ComputeConfig& c) {

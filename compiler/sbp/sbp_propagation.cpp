@@ -140,13 +140,13 @@ struct Propagator {
 
   // Propagation may keep a split or partial an input brings, or replicate.
   bool inherited(const LogicalOp& op, int axis, const AxisSignature& sig) const {
-    if (sig.compute.kind == AxisCompute::Broadcast) return true;
+    if (sig.compute.kind == ir::Sbp::Broadcast) return true;
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       int32_t t = op.inputs[i].tensor;
       if (graph.tensors[t].producer < 0) continue;
       ir::Sbp have = result.layouts[t][axis];
-      if (sig.compute.kind == AxisCompute::Partial && have.kind == ir::Sbp::PartialSum) return true;
-      if (sig.compute.kind == AxisCompute::Split && have.kind == ir::Sbp::Split &&
+      if (sig.compute.kind == ir::Sbp::PartialSum && have.kind == ir::Sbp::PartialSum) return true;
+      if (sig.compute.kind == ir::Sbp::Split && have.kind == ir::Sbp::Split &&
           op.inputs[i].dims[have.dim] == sig.compute.dim)
         return true;
     }
@@ -171,7 +171,7 @@ struct Propagator {
       ConfigReason reason = ConfigReason::Propagated;
       if (a == options.pipeline_axis) {
         std::string unused;
-        sig = signature_for(graph, op, {AxisCompute::Broadcast, {}}, unused);
+        sig = signature_for(graph, op, {ir::Sbp::Broadcast, {}}, unused);
         reason = ConfigReason::Pipeline;
       }
       const ComputeConfig* user = user_config(op);

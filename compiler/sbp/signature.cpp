@@ -120,9 +120,10 @@ std::string to_string(ir::Sbp s) {
 
 std::string to_string(const AxisCompute& c) {
   switch (c.kind) {
-    case AxisCompute::Broadcast: return "B";
-    case AxisCompute::Split: return fmt::format("S({})", c.dim);
-    case AxisCompute::Partial: return "P";
+    case ir::Sbp::Broadcast: return "B";
+    case ir::Sbp::Split: return fmt::format("S({})", c.dim);
+    case ir::Sbp::PartialSum: return "P";
+    case ir::Sbp::PartialMax: return "P(max)";
   }
   return "?";
 }
@@ -132,14 +133,14 @@ std::optional<AxisSignature> signature_for(const LogicalGraph& graph, const Logi
   const ops::OpDef& def = ops::op_def(op.type);
   const std::string_view name = def.name;
   AxisSignature sig;
-  if (choice.kind == AxisCompute::Broadcast) {
+  if (choice.kind == ir::Sbp::Broadcast) {
     sig.inputs.assign(op.inputs.size(), kBroadcast);
     sig.output = kBroadcast;
     sig.compute = choice;
     return sig;
   }
 
-  if (choice.kind == AxisCompute::Partial) {
+  if (choice.kind == ir::Sbp::PartialSum) {
     switch (def.partial) {
       case ops::PartialInputs::LinearInFirst:  // it arrives partial, the rest replicated
         sig.inputs.assign(op.inputs.size(), kBroadcast);
@@ -216,9 +217,9 @@ std::vector<AxisSignature> candidate_signatures(const LogicalGraph& graph, const
   auto add = [&](const AxisCompute& c) {
     if (auto sig = signature_for(graph, op, c, why_not)) result.push_back(std::move(*sig));
   };
-  add({AxisCompute::Broadcast, {}});
-  for (const std::string& d : graph.op_dims(op)) add({AxisCompute::Split, d});
-  add({AxisCompute::Partial, {}});
+  add({ir::Sbp::Broadcast, {}});
+  for (const std::string& d : graph.op_dims(op)) add({ir::Sbp::Split, d});
+  add({ir::Sbp::PartialSum, {}});
   return result;
 }
 

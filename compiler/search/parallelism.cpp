@@ -14,7 +14,7 @@ uint8_t parallelism_of(const frontend::Strategy& strategy) {
     for (const frontend::ComputeConfig& c : strategy.compute) {
       if (axis >= c.sbp.size()) continue;
       const frontend::Sbp& sbp = c.sbp[axis];
-      if (sbp.kind == frontend::SbpKind::Split && sbp.dim != strategy.model->batch_dim) splits_model = true;
+      if (sbp.kind == ir::Sbp::Split && sbp.dim != strategy.model->batch_dim) splits_model = true;
     }
     bits |= splits_model ? kTensor : kData;
   }

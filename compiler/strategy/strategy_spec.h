@@ -16,10 +16,10 @@
 namespace dstc::compiler {
 
 // One mesh axis of a compute config, over an op's dim names: `S(o)`, `B`,
-// or `P` (the op's inputs arrive partial and its output stays partial).
+// or `P` (PartialSum: the op's inputs arrive partial and its output stays
+// partial). The kinds are the IR's; the front end refuses P(max) here.
 struct AxisCompute {
-  enum Kind : uint8_t { Broadcast, Split, Partial };
-  Kind kind = Broadcast;
+  ir::Sbp::Kind kind = ir::Sbp::Broadcast;
   std::string dim;  // Split
 };
 

@@ -20,8 +20,8 @@ using testing::S;
 using testing::set_compute;
 using testing::set_default;
 
-constexpr AxisCompute kB{AxisCompute::Broadcast, {}};
-constexpr AxisCompute kP{AxisCompute::Partial, {}};
+constexpr AxisCompute kB{ir::Sbp::Broadcast, {}};
+constexpr AxisCompute kP{ir::Sbp::PartialSum, {}};
 
 // Adds an op whose output has the given dims (sizes written out, for ops
 // whose output sizes differ from their inputs').

@@ -178,7 +178,7 @@ inline Gpt make_gpt(int layers, int64_t batch, int64_t seq, int64_t hidden, int6
   return gpt;
 }
 
-inline AxisCompute S(const std::string& dim) { return {AxisCompute::Split, dim}; }
+inline AxisCompute S(const std::string& dim) { return {ir::Sbp::Split, dim}; }
 
 // A strategy over mesh axes (name, size) with `[first axis: S(b)]` as default.
 inline StrategySpec make_spec(const LogicalGraph& g, std::vector<ir::MeshAxis> axes, int64_t batch,

@@ -75,13 +75,13 @@ TEST(StrategyElaboration, MegatronConfigs) {
   ASSERT_NE(fc2, nullptr);
   EXPECT_FALSE(fc2->from_default);
   EXPECT_EQ(fc2->selector, "**.mlp.fc2");
-  EXPECT_EQ(fc2->sbp[1].kind, SbpKind::Split);
+  EXPECT_EQ(fc2->sbp[1].kind, ir::Sbp::Split);
   EXPECT_EQ(fc2->sbp[1].dim, "h");
   const ComputeConfig* ln = config_of("blocks[5].ln2");
   ASSERT_NE(ln, nullptr);
   EXPECT_TRUE(ln->from_default);
   EXPECT_EQ(ln->sbp[0].dim, "b");
-  EXPECT_EQ(ln->sbp[1].kind, SbpKind::Broadcast);
+  EXPECT_EQ(ln->sbp[1].kind, ir::Sbp::Broadcast);
   ASSERT_EQ(s.ties.size(), 1u);
   EXPECT_EQ(s.ties[0].mode, ParamSharing::Replicate);
 }
