@@ -106,7 +106,8 @@ class ClusterLoader {
     runtime.prefetch_gathers = r.integer("prefetch_gathers", false, 0).value_or(runtime.prefetch_gathers);
     if (const toml::table* eff = r.table("collective_efficiency", false)) {
       TableReader e(*eff, "runtime.collective_efficiency", toml_.file, sources_, diags_);
-      for (std::string_view name : kCollectiveNames) {
+      for (size_t k = 0; k < kCollectiveOps.size(); ++k) {
+        std::string_view name = collective_name(static_cast<CollectiveKind>(k));
         if (std::optional<double> v = e.number(name, false)) {
           if (*v > 1.0) {
             diags_.error(

@@ -1,22 +1,40 @@
-// The collective operations the simulator prices, by their stable names.
+// The collectives the simulator prices: the IR's collective ops, named as
+// the IR names them, and send_recv (a send with its matching recv).
 #pragma once
 
 #include <array>
 #include <optional>
 #include <string_view>
 
+#include "ir/ids.h"
+#include "ir/registry.h"
+
 namespace dstc::htae {
 
 enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, Reduce, SendRecv };
 
-inline constexpr std::array<std::string_view, 7> kCollectiveNames = {
-    "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce", "send_recv"};
+// The IR op each kind prices (send for send_recv), in CollectiveKind order.
+inline constexpr std::array<ir::OpKind, 7> kCollectiveOps = {
+    ir::OpKind::AllReduce, ir::OpKind::AllGather, ir::OpKind::ReduceScatter, ir::OpKind::AllToAll,
+    ir::OpKind::Broadcast, ir::OpKind::Reduce,    ir::OpKind::Send};
 
-inline std::string_view collective_name(CollectiveKind kind) { return kCollectiveNames[static_cast<size_t>(kind)]; }
+inline std::string_view collective_name(CollectiveKind kind) {
+  return kind == CollectiveKind::SendRecv ? "send_recv" : ir::op_name(kCollectiveOps[static_cast<size_t>(kind)]);
+}
+
+// The kind an IR op is priced as; nullopt for ops that are not collectives
+// or point-to-point transfers of their own kind (scatter, gather).
+inline std::optional<CollectiveKind> collective_of(ir::OpKind op) {
+  if (op == ir::OpKind::Recv) return CollectiveKind::SendRecv;
+  for (size_t i = 0; i < kCollectiveOps.size(); ++i)
+    if (kCollectiveOps[i] == op) return static_cast<CollectiveKind>(i);
+  return std::nullopt;
+}
 
 inline std::optional<CollectiveKind> parse_collective(std::string_view name) {
-  for (size_t i = 0; i < kCollectiveNames.size(); ++i) {
-    if (kCollectiveNames[i] == name) return static_cast<CollectiveKind>(i);
+  for (size_t i = 0; i < kCollectiveOps.size(); ++i) {
+    auto kind = static_cast<CollectiveKind>(i);
+    if (collective_name(kind) == name) return kind;
   }
   return std::nullopt;
 }

@@ -109,21 +109,14 @@ CommSpec comm_spec(const ir::Module& module, const ir::Function& f, const ir::Op
   double out = op.result_count > 0 ? static_cast<double>(module.value_type(f, op.first_result).bytes()) : 0;
   ir::AttrReader attrs(module, f, op);
   auto root = [&] { return static_cast<size_t>(std::max<int64_t>(attrs.integer("root"), 0)); };
-  switch (op.kind) {
-    case ir::OpKind::Send:
-    case ir::OpKind::Recv:
-      s.collective = CollectiveKind::SendRecv, s.bytes = op.kind == ir::OpKind::Send ? in : out;
-      break;
-    case ir::OpKind::AllReduce: s.collective = CollectiveKind::AllReduce, s.bytes = in; break;
-    case ir::OpKind::AllGather: s.collective = CollectiveKind::AllGather, s.bytes = out; break;
-    case ir::OpKind::ReduceScatter: s.collective = CollectiveKind::ReduceScatter, s.bytes = in; break;
-    case ir::OpKind::AllToAll: s.collective = CollectiveKind::AllToAll, s.bytes = in; break;
-    case ir::OpKind::Broadcast: s.collective = CollectiveKind::Broadcast, s.bytes = in, s.root = root(); break;
-    case ir::OpKind::Reduce: s.collective = CollectiveKind::Reduce, s.bytes = in, s.root = root(); break;
-    case ir::OpKind::Scatter: s.bytes = out, s.root = root(); break;  // each member's chunk
-    case ir::OpKind::Gather: s.bytes = in, s.root = root(); break;
-    default: break;
-  }
+  s.collective = collective_of(op.kind);
+  // What each member moves: a recv, an all-gather and a scatter what they
+  // receive, the others what they hold.
+  bool received = op.kind == ir::OpKind::Recv || op.kind == ir::OpKind::AllGather || op.kind == ir::OpKind::Scatter;
+  s.bytes = received ? out : in;
+  if (op.kind == ir::OpKind::Broadcast || op.kind == ir::OpKind::Reduce || op.kind == ir::OpKind::Scatter ||
+      op.kind == ir::OpKind::Gather)
+    s.root = root();
   s.efficiency_name = s.collective ? collective_name(*s.collective) : ir::op_name(op.kind);
   return s;
 }

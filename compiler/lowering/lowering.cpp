@@ -268,52 +268,45 @@ ir::ValueId Lowering::box(const Emit& at, ir::ValueId value, const ir::Layout& f
     if (spec.mesh.axes()[step.axis].size == 1) continue;  // one device: B, S and P coincide
     ir::Layout next = current;
     ir::OpSpec op;
+    op.kind = step.op;
     std::vector<ir::AttrValue> attrs;
-    switch (step.kind) {
-      case TransferKind::AllGather:
+    switch (step.op) {
+      case ir::OpKind::AllGather:
         next[step.axis] = kBroadcast;
-        op.kind = ir::OpKind::AllGather;
         attrs.push_back(ir::AttrValue::integer("dim", step.from_dim));
         break;
-      case TransferKind::AllReduce:
+      case ir::OpKind::AllReduce:
         next[step.axis] = kBroadcast;
-        op.kind = ir::OpKind::AllReduce;
         if (current[step.axis].kind == ir::Sbp::PartialMax) attrs.push_back(ir::AttrValue::string("op", "max"));
         break;
-      case TransferKind::ReduceScatter:
+      case ir::OpKind::ReduceScatter:
         next[step.axis] = split(step.to_dim);
-        op.kind = ir::OpKind::ReduceScatter;
         attrs.push_back(ir::AttrValue::integer("dim", step.to_dim));
         if (current[step.axis].kind == ir::Sbp::PartialMax) attrs.push_back(ir::AttrValue::string("op", "max"));
         break;
-      case TransferKind::AllToAll:
+      case ir::OpKind::AllToAll:
         next[step.axis] = split(step.to_dim);
-        op.kind = ir::OpKind::AllToAll;
         attrs.push_back(ir::AttrValue::integer("split_dim", step.to_dim));
         attrs.push_back(ir::AttrValue::integer("concat_dim", step.from_dim));
         break;
-      case TransferKind::LocalShard:
+      case ir::OpKind::Shard:
         next[step.axis] = split(step.to_dim);
-        op.kind = ir::OpKind::Shard;
         attrs.push_back(ir::AttrValue::integer("dim", step.to_dim));
         attrs.push_back(ir::AttrValue::integer("parts", spec.mesh.axes()[step.axis].size));
         attrs.push_back(ir::AttrValue::integer("axis", step.axis));
         break;
-      case TransferKind::LocalUnshard:
+      case ir::OpKind::Unshard:
         next[step.axis] = kPartial;
-        op.kind = ir::OpKind::Unshard;
         attrs.push_back(ir::AttrValue::integer("dim", step.from_dim));
         attrs.push_back(ir::AttrValue::integer("parts", spec.mesh.axes()[step.axis].size));
         attrs.push_back(ir::AttrValue::integer("axis", step.axis));
         break;
-      case TransferKind::LocalPartialize:
+      default:  // partialize, the one step left
         next[step.axis] = kPartial;
-        op.kind = ir::OpKind::Partialize;
         attrs.push_back(ir::AttrValue::integer("axis", step.axis));
         break;
     }
-    bool local = step.kind == TransferKind::LocalShard || step.kind == TransferKind::LocalUnshard ||
-                 step.kind == TransferKind::LocalPartialize;
+    bool local = !ir::op_info(step.op).is_communication();
     ir::LayoutId layout = module_.intern_layout(next);
     op.devices = stage_devices_[at.stage];
     op.operands = std::span<const ir::ValueId>(&v, 1);

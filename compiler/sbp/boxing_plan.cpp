@@ -11,17 +11,17 @@ std::vector<AxisTransfer> plan_boxing(const ir::Layout& from, const ir::Layout& 
     bool f_partial = f.kind == ir::Sbp::PartialSum || f.kind == ir::Sbp::PartialMax;
     bool t_partial = t.kind == ir::Sbp::PartialSum || t.kind == ir::Sbp::PartialMax;
     if (f_split && t_split) {
-      removals.push_back({TransferKind::AllToAll, a, f.dim, t.dim});
+      removals.push_back({ir::OpKind::AllToAll, a, f.dim, t.dim});
     } else if (f_split) {
-      removals.push_back({t_partial ? TransferKind::LocalUnshard : TransferKind::AllGather, a, f.dim, -1});
+      removals.push_back({t_partial ? ir::OpKind::Unshard : ir::OpKind::AllGather, a, f.dim, -1});
     } else if (f_partial && t_split) {
-      additions.push_back({TransferKind::ReduceScatter, a, -1, t.dim});
+      additions.push_back({ir::OpKind::ReduceScatter, a, -1, t.dim});
     } else if (f_partial) {
-      keeps.push_back({TransferKind::AllReduce, a, -1, -1});
+      keeps.push_back({ir::OpKind::AllReduce, a, -1, -1});
     } else if (t_split) {
-      additions.push_back({TransferKind::LocalShard, a, -1, t.dim});
+      additions.push_back({ir::OpKind::Shard, a, -1, t.dim});
     } else if (t_partial) {
-      keeps.push_back({TransferKind::LocalPartialize, a, -1, -1});
+      keeps.push_back({ir::OpKind::Partialize, a, -1, -1});
     }
   }
   std::vector<AxisTransfer> plan = std::move(removals);
@@ -43,20 +43,20 @@ double boxing_bytes(const std::vector<AxisTransfer>& plan, const ir::Layout& fro
   double sent = 0;
   for (const AxisTransfer& t : plan) {
     double p = mesh.axes()[t.axis].size;
-    switch (t.kind) {
-      case TransferKind::AllGather:
+    switch (t.op) {
+      case ir::OpKind::AllGather:
         sent += (p - 1) * local;
         local *= p;
         break;
-      case TransferKind::AllReduce: sent += 2 * (p - 1) / p * local; break;
-      case TransferKind::ReduceScatter:
+      case ir::OpKind::AllReduce: sent += 2 * (p - 1) / p * local; break;
+      case ir::OpKind::ReduceScatter:
         sent += (p - 1) / p * local;
         local /= p;
         break;
-      case TransferKind::AllToAll: sent += (p - 1) / p * local; break;
-      case TransferKind::LocalShard: local /= p; break;
-      case TransferKind::LocalUnshard: local *= p; break;
-      case TransferKind::LocalPartialize: break;
+      case ir::OpKind::AllToAll: sent += (p - 1) / p * local; break;
+      case ir::OpKind::Shard: local /= p; break;
+      case ir::OpKind::Unshard: local *= p; break;
+      default: break;  // partialize: nothing moves
     }
   }
   return sent;

@@ -10,25 +10,24 @@
 #include <string>
 #include <vector>
 
+#include "ir/ids.h"
 #include "ir/mesh.h"
 
 namespace dstc::compiler {
 
-enum class TransferKind : uint8_t {
-  AllGather,       // S(i) -> B
-  AllReduce,       // P -> B
-  ReduceScatter,   // P -> S(j)
-  AllToAll,        // S(i) -> S(j)
-  LocalShard,      // B -> S(j): keep this device's chunk
-  LocalUnshard,    // S(i) -> P: this device's chunk in place, zeros elsewhere
-  LocalPartialize  // B -> P: keep on coordinate 0, zeros elsewhere
-};
-
+// One step of a boxing plan is the IR op that carries it out:
+//   all_gather      S(i) -> B
+//   all_reduce      P -> B
+//   reduce_scatter  P -> S(j)
+//   all_to_all      S(i) -> S(j)
+//   shard           B -> S(j): keep this device's chunk (local)
+//   unshard         S(i) -> P: this device's chunk in place, zeros elsewhere (local)
+//   partialize      B -> P: keep on coordinate 0, zeros elsewhere (local)
 struct AxisTransfer {
-  TransferKind kind;
+  ir::OpKind op;
   int axis = 0;       // mesh axis
-  int from_dim = -1;  // AllGather, AllToAll
-  int to_dim = -1;    // ReduceScatter, AllToAll, LocalShard
+  int from_dim = -1;  // all_gather, all_to_all, unshard
+  int to_dim = -1;    // reduce_scatter, all_to_all, shard
 };
 
 std::vector<AxisTransfer> plan_boxing(const ir::Layout& from, const ir::Layout& to);
