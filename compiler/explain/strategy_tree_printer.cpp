@@ -75,8 +75,8 @@ std::string print_strategy_tree(const LogicalGraph& graph, const StrategySpec& s
       std::string param = p.name.substr(p.name.find_last_of('.') + 1);
       out += fmt::format("{}  param {} [{}]", indent, param, layout_text(spec.mesh, compiled.sbp.layouts[t]));
       const ParamMemoryConfig& m = spec.memory[t];
-      if (m.grad) out += fmt::format(" grad [{}]", layout_text(spec.mesh, m.grad->layout));
-      if (m.optimizer) out += fmt::format(" optimizer [{}]", layout_text(spec.mesh, m.optimizer->layout));
+      if (m.grad) out += fmt::format(" grad [{}]", layout_text(spec.mesh, compiled.sbp.grad_layouts[t]));
+      if (m.optimizer) out += fmt::format(" optimizer [{}]", layout_text(spec.mesh, compiled.sbp.optimizer_layouts[t]));
       if (reasons) out += m.value ? " (user)" : " (as its first use reads it)";
       out += "\n";
     }

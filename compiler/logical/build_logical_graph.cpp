@@ -358,7 +358,9 @@ class LogicalGraphBuilder {
 
     for (const frontend::MemoryConfig& m : strategy_.memory) {
       int32_t t = tensor(m.tensor);
-      TensorLayoutConfig layout{layout_of(m.sbp, t), m.range};
+      TensorLayoutConfig layout{layout_of(m.sbp, t), m.range, 0};
+      for (size_t a = 0; a < m.sbp.size(); ++a)
+        if (m.sbp[a].written) layout.written |= 1u << a;
       if (m.roles & frontend::kRoleParam) spec.memory[t].value = layout;
       if (m.roles & frontend::kRoleGrad) spec.memory[t].grad = layout;
       if (m.roles & frontend::kRoleOptimizer) spec.memory[t].optimizer = layout;

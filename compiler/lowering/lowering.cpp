@@ -175,15 +175,9 @@ ir::Layout Lowering::dual_layout(const ir::Layout& layout) const {
 
 ir::Layout Lowering::param_layout(int32_t t) const { return sbp.layouts[t]; }
 
-ir::Layout Lowering::grad_layout(int32_t t) const {
-  if (spec.memory.size() > size_t(t) && spec.memory[t].grad) return spec.memory[t].grad->layout;
-  return dual_layout(param_layout(t));
-}
+ir::Layout Lowering::grad_layout(int32_t t) const { return sbp.grad_layouts[t]; }
 
-ir::Layout Lowering::optimizer_layout(int32_t t) const {
-  if (spec.memory.size() > size_t(t) && spec.memory[t].optimizer) return spec.memory[t].optimizer->layout;
-  return param_layout(t);
-}
+ir::Layout Lowering::optimizer_layout(int32_t t) const { return sbp.optimizer_layouts[t]; }
 
 ir::TensorType Lowering::local_type(int32_t tensor, const ir::Layout& layout, ir::DType dtype) const {
   const Tensor& t = graph.tensors[tensor];

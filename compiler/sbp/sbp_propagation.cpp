@@ -24,7 +24,10 @@ struct Propagator {
   const PropagationOptions& options;
   DiagnosticEngine& diags;
   SbpAssignment result;
-  std::vector<bool> layout_known;  // inputs and params: fixed once chosen
+  // Inputs and params: bit a set once their stored layout on mesh axis a
+  // is fixed (by a memory config, or by their first consumer).
+  std::vector<uint32_t> fixed_axes;
+  static constexpr uint32_t kAllAxes = ~0u;
   int axes = 0;
   // Candidate signatures by what they depend on (the op's type, normalized
   // axis, operand and output dim names; a reshape's sizes too): the layers
@@ -59,12 +62,11 @@ struct Propagator {
     axes = s.mesh.axis_count();
     result.ops.resize(g.ops.size());
     result.layouts.assign(g.tensors.size(), ir::Layout(axes, kBroadcast));
-    layout_known.assign(g.tensors.size(), false);
+    fixed_axes.assign(g.tensors.size(), 0);
     for (size_t t = 0; t < g.tensors.size(); ++t) {
-      const Tensor& tensor = g.tensors[t];
-      if (tensor.kind == TensorKind::Param && t < s.memory.size() && s.memory[t].value) {
-        result.layouts[t] = s.memory[t].value->layout;
-        layout_known[t] = true;
+      if (const TensorLayoutConfig* value = value_config(static_cast<int32_t>(t))) {
+        result.layouts[t] = value->over(result.layouts[t]);
+        fixed_axes[t] = value->written;
       }
     }
   }
@@ -113,6 +115,7 @@ struct Propagator {
     return reported.insert({config.where.file, config.where.begin, axis}).second;
   }
   std::set<std::tuple<FileId, uint32_t, int>> reported;
+  std::set<std::tuple<FileId, uint32_t, std::string_view>> reported_stored;
 
   // Communication this signature costs on `axis`: boxing the inputs from
   // where they are, plus the all-reduce a partial output will need.
@@ -120,7 +123,7 @@ struct Propagator {
     double bytes = 0;
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       int32_t t = op.inputs[i].tensor;
-      if (!layout_known[t] && graph.tensors[t].producer < 0) continue;  // free to store as needed
+      if (!(fixed_axes[t] & (1u << axis)) && graph.tensors[t].producer < 0) continue;  // free to store as needed
       ir::Layout from = result.layouts[t];
       ir::Layout to = from;
       to[axis] = sig.inputs[i];
@@ -151,6 +154,58 @@ struct Propagator {
         return true;
     }
     return false;
+  }
+
+  const TensorLayoutConfig* value_config(int32_t t) const {
+    if (graph.tensors[t].kind != TensorKind::Param || static_cast<size_t>(t) >= spec.memory.size()) return nullptr;
+    return spec.memory[t].value ? &*spec.memory[t].value : nullptr;
+  }
+
+  // Where each parameter's gradient and optimizer state live, once its
+  // value's layout is known.
+  void place_param_state() {
+    result.grad_layouts.assign(graph.tensors.size(), {});
+    result.optimizer_layouts.assign(graph.tensors.size(), {});
+    for (int32_t t = 0; t < static_cast<int32_t>(graph.tensors.size()); ++t) {
+      if (graph.tensors[t].kind != TensorKind::Param) continue;
+      const ir::Layout& value = result.layouts[t];
+      ir::Layout grad;
+      for (int a = 0; a < axes; ++a) grad.push_back(a == options.pipeline_axis ? value[a] : dual(value[a]));
+      const ParamMemoryConfig* m = static_cast<size_t>(t) < spec.memory.size() ? &spec.memory[t] : nullptr;
+      result.grad_layouts[t] = m && m->grad ? m->grad->over(grad) : grad;
+      result.optimizer_layouts[t] = m && m->optimizer ? m->optimizer->over(value) : value;
+      if (!m) continue;
+      check_divides(t, "value", m->value, value);
+      check_divides(t, "gradient", m->grad, result.grad_layouts[t]);
+      check_divides(t, "optimizer state", m->optimizer, result.optimizer_layouts[t]);
+    }
+  }
+
+  // A memory config's split lands on top of the splits the compute configs
+  // give the axes it leaves out; together they must divide the dim. One
+  // report per config and role.
+  void check_divides(int32_t t, std::string_view role, const std::optional<TensorLayoutConfig>& config,
+                     const ir::Layout& layout) {
+    if (!config) return;
+    const Tensor& tensor = graph.tensors[t];
+    for (size_t d = 0; d < tensor.dims.size(); ++d) {
+      int64_t parts = 1;
+      std::string over;
+      for (int a = 0; a < axes; ++a) {
+        if (layout[a].kind != ir::Sbp::Split || layout[a].dim != d) continue;
+        parts *= spec.mesh.axes()[a].size;
+        over += fmt::format("{}{} ({})", over.empty() ? "" : " and ", spec.mesh.axes()[a].name,
+                            config->written & (1u << a) ? "this config" : "the compute configs");
+      }
+      if (tensor.dims[d].size % parts == 0) continue;
+      if (!reported_stored.insert({config->where.file, config->where.begin, role}).second) return;
+      diags
+          .error(diag::kSplitNotDivisible, config->where,
+                 fmt::format("the {} of {} would split dim {} (size {}) {} ways, which does not divide it", role,
+                             tensor.name, tensor.dims[d].name, tensor.dims[d].size, parts))
+          .note(fmt::format("split over {}", over));
+      return;
+    }
   }
 
   const ComputeConfig* user_config(const LogicalOp& op) const {
@@ -222,12 +277,14 @@ struct Propagator {
       chosen.axes.push_back(*sig);
       chosen.reasons.push_back(reason);
     }
-    // Inputs and parameters are stored as their first consumer reads them.
+    // Inputs and parameters are stored as their first consumer reads them,
+    // on the axes no memory config fixes.
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       int32_t t = op.inputs[i].tensor;
-      if (graph.tensors[t].producer < 0 && !layout_known[t]) {
-        result.layouts[t] = in_layouts[i];
-        layout_known[t] = true;
+      if (graph.tensors[t].producer < 0 && fixed_axes[t] != kAllAxes) {
+        const TensorLayoutConfig* value = value_config(t);
+        result.layouts[t] = value ? value->over(in_layouts[i]) : in_layouts[i];
+        fixed_axes[t] = kAllAxes;
       }
     }
     result.layouts[op.output] = out_layout;
@@ -250,6 +307,7 @@ SbpAssignment assign_sbp(const LogicalGraph& graph, const StrategySpec& spec, co
                          DiagnosticEngine& diags) {
   Propagator p(graph, spec, options, diags);
   for (int32_t op = 0; op < static_cast<int32_t>(graph.ops.size()); ++op) p.choose(op);
+  p.place_param_state();
   return std::move(p.result);
 }
 

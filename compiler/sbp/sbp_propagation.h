@@ -26,9 +26,15 @@ struct OpSbp {
 struct SbpAssignment {
   std::vector<OpSbp> ops;
   // The layout each tensor is produced in; for inputs and parameters, the
-  // layout they are stored in (their memory config, or what their first
-  // consumer reads).
+  // layout they are stored in (their memory config on the axes it writes,
+  // what their first consumer reads on the others).
   std::vector<ir::Layout> layouts;
+  // Per parameter (empty for other tensors): where its accumulated gradient
+  // and its optimizer state live. Defaults: the gradient is the dual of the
+  // value's layout (partial where the value is replicated), the optimizer
+  // state is laid out as the value; a memory config replaces the axes it
+  // writes.
+  std::vector<ir::Layout> grad_layouts, optimizer_layouts;
 };
 
 struct PropagationOptions {

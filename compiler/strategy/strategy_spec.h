@@ -31,9 +31,21 @@ struct ComputeConfig {
 };
 
 // How a stored tensor is laid out, per mesh axis (S by tensor axis index).
+// Only the axes the config writes are fixed; on the others the tensor keeps
+// its default layout, so `[dp: S(0)]` on a `[dp, tp]` mesh shards over dp
+// what tensor parallelism already split over tp.
 struct TensorLayoutConfig {
   ir::Layout layout;
   SourceRange where;
+  uint32_t written = ~0u;  // bit a: mesh axis a is given
+
+  // This config's axes over `fallback`'s.
+  ir::Layout over(const ir::Layout& fallback) const {
+    ir::Layout out = fallback;
+    for (size_t a = 0; a < out.size() && a < layout.size(); ++a)
+      if (written & (1u << a)) out[a] = layout[a];
+    return out;
+  }
 };
 
 // Memory configs of one parameter: where its value, its accumulated

@@ -167,6 +167,49 @@ TEST(Lowering, ZeroOneAndTwoReduceScatterAndAllGatherTheParameterBytes) {
   }
 }
 
+TEST(Lowering, ZeroOneOverDataParallelKeepsTheTensorParallelSplit) {
+  // `** memory(optimizer) [dp: S(0)]` on a [dp, tp] mesh: the tp axis is not
+  // written, so each weight's Adam state is sharded over dp on top of the
+  // tp split its compute config gives (Megatron's distributed optimizer
+  // shards each tensor-parallel rank's own parameters), not replicated over
+  // tp.
+  const int tp = 4, dp = 2;
+  Gpt gpt = make_gpt(2, 8, 16, 32, 8, 64);
+  StrategySpec spec = megatron(gpt, dp, tp, 8);
+  for (size_t t = 0; t < gpt.graph.tensors.size(); ++t) {
+    if (gpt.graph.tensors[t].kind != TensorKind::Param) continue;
+    TensorLayoutConfig zero1{{ir::Sbp{ir::Sbp::Split, 0}, kBroadcast}, {}};
+    zero1.written = 1u;  // dp only
+    spec.memory[t].optimizer = zero1;
+  }
+  auto c = compile(gpt.graph, spec);
+  const ir::Module& m = c->result->module;
+  const ir::Function& f = c->f();
+  int checked = 0;
+  for (size_t t = 0; t < gpt.graph.tensors.size(); ++t) {
+    const Tensor& tensor = gpt.graph.tensors[t];
+    if (tensor.kind != TensorKind::Param) continue;
+    bool tp_split = c->result->sbp.layouts[t][1].kind == ir::Sbp::Split;
+    for (const ir::Arg& a : f.args) {
+      if (m.str(f.values[a.value].name) != tensor.name + ".adam_m") continue;
+      double expected = static_cast<double>(tensor.numel()) * 4 / dp / (tp_split ? tp : 1);
+      EXPECT_DOUBLE_EQ(static_cast<double>(m.value_type(f, a.value).bytes()), expected) << tensor.name;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 0);
+  // No gradient is gathered over tp to reach its optimizer layout.
+  EXPECT_TRUE(select(m, {ir::OpKind::AllGather, 1, ir::Phase::WeightGrad}).empty());
+  EXPECT_FALSE(select(m, {ir::OpKind::ReduceScatter, 0, ir::Phase::WeightGrad}).empty());
+  for (size_t t = 0; t < gpt.graph.tensors.size(); ++t) {
+    if (gpt.graph.tensors[t].kind != TensorKind::Param) continue;
+    const ir::Layout& value = c->result->sbp.layouts[t];
+    const ir::Layout& optimizer = c->result->sbp.optimizer_layouts[t];
+    EXPECT_EQ(optimizer[1], value[1]) << gpt.graph.tensors[t].name;
+    EXPECT_EQ(optimizer[0], (ir::Sbp{ir::Sbp::Split, 0})) << gpt.graph.tensors[t].name;
+  }
+}
+
 TEST(Lowering, ZeroThreeGathersParametersBeforeUseInForwardAndBackward) {
   auto mlp = make_mlp(2, 16, 32, 8);
   StrategySpec spec = make_spec(mlp.graph, {{"dp", 4}}, 16, 1);
