@@ -25,4 +25,15 @@ inline std::string logical_name(std::string_view name) {
   return std::string(name.substr(0, at)) + std::string(name.substr(end));
 }
 
+// The fp32 master copy of a parameter stored in a lower precision: an
+// optimizer state named `NAME.master`, starting equal to the parameter.
+inline std::string master_name(std::string_view param) { return std::string(param) + ".master"; }
+
+// The parameter `name` is the master copy of, or "" when it is not one.
+inline std::string master_of(std::string_view name) {
+  constexpr std::string_view suffix = ".master";
+  if (name.size() <= suffix.size() || name.substr(name.size() - suffix.size()) != suffix) return {};
+  return std::string(name.substr(0, name.size() - suffix.size()));
+}
+
 }  // namespace dstc::ir

@@ -70,14 +70,17 @@ ArgumentSource make_argument_source(uint64_t seed) {
       return request.name.size() >= suffix.size() &&
              request.name.compare(request.name.size() - suffix.size(), suffix.size(), suffix) == 0;
     };
+    // A parameter's fp32 master copy starts equal to it.
+    const std::string param = request.kind == ir::ArgKind::Param ? logical : ir::master_of(logical);
+    if (!param.empty()) {
+      int64_t fan_in =
+          request.logical_shape.size() >= 2 ? numel_of(request.logical_shape) / request.logical_shape[0] : 0;
+      double a = fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.5;
+      for (size_t i = 0; i < out.data.size(); ++i) out.data[i] = -a + 2 * a * uniform_element(seed, param, i);
+      return out;
+    }
     switch (request.kind) {
-      case ir::ArgKind::Param: {
-        int64_t fan_in =
-            request.logical_shape.size() >= 2 ? numel_of(request.logical_shape) / request.logical_shape[0] : 0;
-        double a = fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.5;
-        fill(-a, a);
-        return out;
-      }
+      case ir::ArgKind::Param: return out;  // named above
       case ir::ArgKind::State:
         if (ends_with(".adam_v")) {
           fill(1e-4, 2e-4);

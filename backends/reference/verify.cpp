@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -39,16 +40,19 @@ struct Source {
   const ir::Op* optimizer = nullptr;
   int result = 0;
   ir::ValueId arg = ir::kNone;
+  std::optional<ir::DType> cast;  // the last cast on the way: a lower-precision copy
 };
 
-Source trace(const ir::Function& f, ir::ValueId v) {
+Source trace(const ir::Module& m, const ir::Function& f, ir::ValueId v) {
+  std::optional<ir::DType> cast;
   while (true) {
     const ir::Value& value = f.values[v];
-    if (value.def == ir::kNone) return {nullptr, 0, v};
+    if (value.def == ir::kNone) return {nullptr, 0, v, cast};
     const ir::Op& op = f.ops[value.def];
     if (ir::op_info(op.kind).category == ir::OpCategory::Optimizer)
-      return {&op, static_cast<int>(v - op.first_result), ir::kNone};
+      return {&op, static_cast<int>(v - op.first_result), ir::kNone, cast};
     if (op.operand_count != 1) return {};
+    if (op.kind == ir::OpKind::Cast && !cast) cast = m.value_type(f, v).dtype;
     v = f.operands(op)[0];
   }
 }
@@ -56,15 +60,19 @@ Source trace(const ir::Function& f, ir::ValueId v) {
 Catalog catalog(const ir::Module& m, const ir::Function& f) {
   Catalog c;
   c.function = &f;
+  // The parameter an optimizer op updates (through its master copy).
   auto param_of = [&](const ir::Op& opt) {
-    Source s = trace(f, f.operands(opt)[0]);
-    return ir::logical_name(s.arg != ir::kNone ? m.value_name(f, s.arg) : m.value_name(f, f.operands(opt)[0]));
+    Source s = trace(m, f, f.operands(opt)[0]);
+    std::string name =
+        ir::logical_name(s.arg != ir::kNone ? m.value_name(f, s.arg) : m.value_name(f, f.operands(opt)[0]));
+    std::string master_of = ir::master_of(name);
+    return master_of.empty() ? name : master_of;
   };
   for (const ir::Op& op : f.ops)
     if (ir::op_info(op.kind).category == ir::OpCategory::Optimizer)
       c.tensors.emplace_back("gradient of " + param_of(op), f.operands(op)[1]);
   for (ir::ValueId r : f.returns) {
-    Source s = trace(f, r);
+    Source s = trace(m, f, r);
     if (!s.optimizer) {
       c.losses.push_back(r);
       continue;
@@ -72,6 +80,7 @@ Catalog catalog(const ir::Module& m, const ir::Function& f) {
     std::string what =
         s.result == 0 ? param_of(*s.optimizer)
                       : ir::logical_name(m.value_name(f, f.operands(*s.optimizer)[static_cast<size_t>(s.result) + 1]));
+    if (s.cast) what += fmt::format(" ({} copy)", ir::dtype_name(*s.cast));
     c.tensors.emplace_back("updated " + what, r);
   }
   return c;

@@ -165,9 +165,10 @@ class Lowering {
     std::vector<int32_t> first_readers;  // per stage: its first op that reads it
     bool stored = true;                  // holds the value and optimizer state; false: transmitted to
     ir::ValueId value = ir::kNone, adam_m = ir::kNone, adam_v = ir::kNone;  // arguments when stored
-    ir::ValueId compute_value = ir::kNone;                                  // in compute precision: cast, or received
-    ir::ValueId grad = ir::kNone;  // accumulated: gradient layout, then optimizer layout
-    bool synced = false;           // grad boxed into the optimizer layout
+    ir::ValueId master = ir::kNone;         // fp32 master weights (optimizer layout) under mixed precision
+    ir::ValueId compute_value = ir::kNone;  // in compute precision: cast, or received
+    ir::ValueId grad = ir::kNone;           // accumulated: gradient layout, then optimizer layout
+    bool synced = false;                    // grad boxed into the optimizer layout
   };
   void create_parameters();
   ParamCopy& param_copy(int32_t tensor, int32_t stage);

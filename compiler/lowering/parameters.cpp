@@ -12,9 +12,13 @@ namespace dstc::compiler {
 void Lowering::create_parameters() {
   param_copies_.resize(graph.tensors.size());
   const bool adam = spec.train.training && spec.train.optimizer == Optimizer::Adam;
-  // Training keeps fp32 master weights; inference stores the weights in the
-  // precision it computes in (fp16 serving holds 2 bytes per parameter).
-  const ir::DType stored = spec.train.training ? ir::DType::F32 : spec.train.precision;
+  // The weights are stored in the precision the step computes in. Training
+  // in a lower precision keeps an fp32 master copy with the optimizer state
+  // (Megatron's mixed-precision optimizer, DeepSpeed's ZeRO): laid out as
+  // the state, so ZeRO-1 and the distributed optimizer shard it too, and
+  // the updated weights are cast down before they are gathered.
+  const ir::DType stored = spec.train.precision;
+  const bool master = spec.train.training && stored != ir::DType::F32;
   // Per stage and tensor: the stage's first op that reads it (one pass over
   // each stage's ops, not one per parameter).
   std::vector<std::vector<int32_t>> first_reader(stage_ops_.size());
@@ -51,9 +55,12 @@ void Lowering::create_parameters() {
       ir::Layout layout = param_layout(t);
       copy.value = builder().add_arg(name, ir::ArgKind::Param, local_type(t, layout, stored), copy.devices,
                                      module_.intern_layout(layout));
-      if (!adam) continue;
       ir::Layout state = optimizer_layout(t);
       ir::TensorType type = local_type(t, state, ir::DType::F32);
+      if (master)
+        copy.master = builder().add_arg(ir::master_name(name), ir::ArgKind::State, type, copy.devices,
+                                        module_.intern_layout(state));
+      if (!adam) continue;
       copy.adam_m =
           builder().add_arg(name + ".adam_m", ir::ArgKind::State, type, copy.devices, module_.intern_layout(state));
       copy.adam_v =
@@ -85,15 +92,9 @@ ir::ValueId Lowering::param_value(int32_t t, const Emit& at) {
     ir::ValueId v = param_value(t, from);
     return copy.compute_value = transfer(v, from, at.stage, ir::Phase::Forward, graph.tensors[t].where);
   }
-  // Under mixed precision the step computes with one low-precision copy of
-  // each parameter, made at its first use (Megatron's bf16 model weights);
-  // a gathered parameter (ZeRO-3) is gathered in that precision at each use.
-  copy.compute_value = copy.value;
-  if (type_of(copy.value).dtype != spec.train.precision)
-    copy.compute_value =
-        append(at, ir::OpKind::Cast, {copy.value},
-               {ir::AttrValue::string("dtype", ir::dtype_name(spec.train.precision))}, param_layout(t));
-  return copy.compute_value;
+  // Stored in the compute precision (create_parameters); a gathered
+  // parameter (ZeRO-3) is gathered in it at each use.
+  return copy.compute_value = copy.value;
 }
 
 ir::ValueId Lowering::transfer(ir::ValueId v, const Emit& from, int32_t to_stage, ir::Phase phase, SourceRange where) {
@@ -208,7 +209,7 @@ void Lowering::emit_optimizer(int32_t stage) {
     if (!copy.stored || copy.stages.front() != stage || copy.grad == ir::kNone) continue;
     Emit at{stage, -1, ir::Phase::Optimizer, ir::Stream::Compute, graph.tensors[t].where, graph.tensors[t].node};
     ir::Layout state = optimizer_layout(t);
-    ir::ValueId w = box(at, copy.value, param_layout(t), state);
+    ir::ValueId w = copy.master != ir::kNone ? copy.master : box(at, copy.value, param_layout(t), state);
     double lr = spec.train.learning_rate;
     ir::ValueId updated;
     if (spec.train.optimizer == Optimizer::Adam) {
@@ -221,6 +222,11 @@ void Lowering::emit_optimizer(int32_t stage) {
       returns.push_back(out[2]);
     } else {
       updated = append(at, ir::OpKind::Sgd, {w, copy.grad}, {ir::AttrValue::real("lr", lr)}, state);
+    }
+    if (copy.master != ir::kNone) {
+      returns.push_back(updated);
+      updated = append(at, ir::OpKind::Cast, {updated},
+                       {ir::AttrValue::string("dtype", ir::dtype_name(spec.train.precision))}, state);
     }
     Emit gather = at;
     gather.stream = ir::Stream::Grad;

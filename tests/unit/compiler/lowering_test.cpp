@@ -5,6 +5,7 @@
 #include "compiler/compile_strategy.h"
 #include "ir/printer.h"
 #include "ir/registry.h"
+#include "ir/replica_names.h"
 #include "ir/verifier.h"
 #include "tests/unit/compiler/compile_and_verify.h"
 #include "tests/unit/compiler/test_models.h"
@@ -318,24 +319,46 @@ TEST(Lowering, InferenceHasNoBackwardOrOptimizer) {
   for (const ir::Op& op : c->result->module.functions[0].ops) EXPECT_EQ(op.phase, ir::Phase::Forward);
 }
 
-TEST(Lowering, InferenceStoresWeightsInItsPrecision) {
-  // fp16 serving holds 2 bytes per parameter and casts nothing; training
-  // keeps fp32 master weights and computes with one fp16 copy.
+TEST(Lowering, WeightsAreStoredInTheComputePrecisionWithAnFp32MasterWhenTraining) {
+  // fp16 serving holds 2 bytes per parameter and casts nothing. Training
+  // stores the same fp16 weights plus an fp32 master copy laid out as the
+  // optimizer state (Megatron's mixed-precision optimizer): under ZeRO-1
+  // the master is sharded with Adam's moments, and the updated master is
+  // cast to fp16 before it is all-gathered (2 bytes per parameter, not 4).
   auto mlp = make_mlp(2, 8, 16, 4);
   for (bool training : {false, true}) {
     StrategySpec spec = make_spec(mlp.graph, {{"dp", 2}}, 8, 2);
     spec.train.training = training;
     spec.train.precision = ir::DType::F16;
     set_default(spec, 0, S("b"));
+    double params = 0;
+    for (size_t t = 0; t < mlp.graph.tensors.size(); ++t) {
+      if (mlp.graph.tensors[t].kind != TensorKind::Param) continue;
+      params += static_cast<double>(mlp.graph.tensors[t].numel());
+      spec.memory[t].optimizer = TensorLayoutConfig{{ir::Sbp{ir::Sbp::Split, 0}}, {}};
+    }
     auto c = compile(mlp.graph, spec);
+    const ir::Module& m = c->module();
     const ir::Function& f = c->f();
+    int masters = 0;
     for (const ir::Arg& a : f.args) {
+      const ir::TensorType& type = m.value_type(f, a.value);
       if (a.kind == ir::ArgKind::Param) {
-        EXPECT_EQ(c->module().value_type(f, a.value).dtype, training ? ir::DType::F32 : ir::DType::F16);
+        EXPECT_EQ(type.dtype, ir::DType::F16);
+      }
+      if (!ir::master_of(m.value_name(f, a.value)).empty()) {
+        EXPECT_EQ(type.dtype, ir::DType::F32);
+        EXPECT_EQ(m.layout(f.values[a.value].layout)[0], (ir::Sbp{ir::Sbp::Split, 0}));
+        ++masters;
       }
     }
-    size_t casts = select(c->module(), {ir::OpKind::Cast, -1, ir::Phase::Forward}).size();
-    EXPECT_EQ(casts, training ? 3u : 0u);  // one copy of each of the 3 weights
+    EXPECT_EQ(masters, training ? 3 : 0);
+    EXPECT_TRUE(select(m, {ir::OpKind::Cast, -1, ir::Phase::Forward}).empty());
+    if (!training) continue;
+    EXPECT_EQ(select(m, {ir::OpKind::Cast, -1, ir::Phase::Optimizer}).size(), 3u);
+    double gathered = 0;
+    for (const ir::Op* op : select(m, {ir::OpKind::AllGather, 0})) gathered += result_bytes(m, *op);
+    EXPECT_DOUBLE_EQ(gathered, params * 2);
   }
 }
 
