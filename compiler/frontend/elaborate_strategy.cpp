@@ -231,14 +231,24 @@ class StrategyElaborator {
       } else if (e.key == "optimizer" && run.training) {
         std::string v = symbol(e, sc, {"sgd", "adam"});
         if (!v.empty()) run.optimizer = v == "sgd" ? Optimizer::Sgd : Optimizer::Adam;
-      } else if (e.key == "precision") {
+      } else if (e.key == "precision" || (e.key == "grad_precision" && run.training)) {
         std::string v = symbol(e, sc, {"fp32", "bf16", "fp16"});
-        if (!v.empty()) run.precision = v == "fp32" ? Precision::Fp32 : v == "bf16" ? Precision::Bf16 : Precision::Fp16;
+        if (!v.empty()) (e.key == "precision" ? run.precision : run.grad_precision) = *parse_source_dtype(v);
+      } else if (e.key == "master_weights" && run.training) {
+        if (std::optional<bool> v = eval_.eval_bool(*e.value, sc, e.key)) {
+          run.master_weights = *v;
+          master_weights_range_ = e.key_range;
+        }
       } else {
         diags_.error(diag::kBadConfig, e.key_range,
                      fmt::format("unknown key '{}' in {} (keys: batch, {}precision)", e.key,
-                                 run.training ? "train" : "inference", run.training ? "optimizer, accumulate, " : ""));
+                                 run.training ? "train" : "inference",
+                                 run.training ? "optimizer, accumulate, master_weights, grad_precision, " : ""));
       }
+    }
+    if (master_weights_range_.valid() && run.precision == ir::DType::F32) {
+      diags_.error(diag::kBadConfig, master_weights_range_,
+                   "master_weights applies to bf16 and fp16 training; fp32 weights are their own master copy");
     }
   }
 
@@ -1009,6 +1019,7 @@ class StrategyElaborator {
   };
   std::vector<MemoryCandidate> memory_candidates_;
   SourceRange batch_range_;
+  SourceRange master_weights_range_;
   const std::vector<AxisSbp>* default_written_ = nullptr;
 };
 

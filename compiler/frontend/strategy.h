@@ -36,14 +36,18 @@ struct ClusterReference {
 };
 
 using compiler::Optimizer;
-enum class Precision { Fp32, Bf16, Fp16 };
 
 struct RunConfig {
   bool training = true;  // false: `inference`, forward only
   int64_t batch = 0;     // global batch (samples per step)
   Optimizer optimizer = Optimizer::Adam;
-  Precision precision = Precision::Fp32;
-  int64_t accumulate = 1;  // gradient-accumulation steps per optimizer step
+  ir::DType precision = ir::DType::F32;  // what the step computes in
+  // bf16/fp16 training: an fp32 copy of the weights kept with the
+  // optimizer state (false: the update runs on the low-precision weights,
+  // pure half-precision training).
+  bool master_weights = true;
+  ir::DType grad_precision = ir::DType::F32;  // the accumulated gradient and its reduction
+  int64_t accumulate = 1;                     // gradient-accumulation steps per optimizer step
   SourceRange range;
 };
 

@@ -310,9 +310,9 @@ class LogicalGraphBuilder {
     spec.train.training = run.training;
     spec.train.global_batch = run.batch;
     spec.train.optimizer = run.optimizer;
-    spec.train.precision = run.precision == frontend::Precision::Bf16   ? ir::DType::BF16
-                           : run.precision == frontend::Precision::Fp16 ? ir::DType::F16
-                                                                        : ir::DType::F32;
+    spec.train.precision = run.precision;
+    spec.train.master_weights = run.master_weights;
+    spec.train.grad_precision = run.grad_precision;
     spec.train.where = run.range;
   }
 

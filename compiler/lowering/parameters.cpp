@@ -18,7 +18,10 @@ void Lowering::create_parameters() {
   // the state, so ZeRO-1 and the distributed optimizer shard it too, and
   // the updated weights are cast down before they are gathered.
   const ir::DType stored = spec.train.precision;
-  const bool master = spec.train.training && stored != ir::DType::F32;
+  const bool master = spec.train.training && stored != ir::DType::F32 && spec.train.master_weights;
+  // Without a master copy (pure half-precision training) the optimizer
+  // state is kept in the weights' precision too.
+  const ir::DType state_dtype = master ? ir::DType::F32 : stored;
   // Per stage and tensor: the stage's first op that reads it (one pass over
   // each stage's ops, not one per parameter).
   std::vector<std::vector<int32_t>> first_reader(stage_ops_.size());
@@ -56,7 +59,7 @@ void Lowering::create_parameters() {
       copy.value = builder().add_arg(name, ir::ArgKind::Param, local_type(t, layout, stored), copy.devices,
                                      module_.intern_layout(layout));
       ir::Layout state = optimizer_layout(t);
-      ir::TensorType type = local_type(t, state, ir::DType::F32);
+      ir::TensorType type = local_type(t, state, state_dtype);
       if (master)
         copy.master = builder().add_arg(ir::master_name(name), ir::ArgKind::State, type, copy.devices,
                                         module_.intern_layout(state));
@@ -150,7 +153,7 @@ void Lowering::flush_param_grad(int32_t t, int32_t stage, int32_t mb) {
       return;
     }
   }
-  ir::ValueId g = flush_grads(t, mb, grad_layout(t), ir::DType::F32, sync);
+  ir::ValueId g = flush_grads(t, mb, grad_layout(t), spec.train.grad_precision, sync);
   if (g == ir::kNone) return;
   if (grad == ir::kNone) {
     grad = g;

@@ -65,7 +65,9 @@ struct TrainConfig {
   bool training = true;  // false: inference, forward only
   int64_t global_batch = 0;
   Optimizer optimizer = Optimizer::Adam;
-  ir::DType precision = ir::DType::F32;  // compute dtype; master weights stay fp32
+  ir::DType precision = ir::DType::F32;       // compute dtype, and the stored weights'
+  bool master_weights = true;                 // low-precision training: fp32 master weights with the optimizer state
+  ir::DType grad_precision = ir::DType::F32;  // accumulated gradients and their reduction
   double learning_rate = 1e-3;
   SourceRange where;
 };

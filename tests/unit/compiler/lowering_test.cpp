@@ -362,6 +362,34 @@ TEST(Lowering, WeightsAreStoredInTheComputePrecisionWithAnFp32MasterWhenTraining
   }
 }
 
+TEST(Lowering, PureHalfPrecisionTrainingKeepsNoMasterAndReducesHalfPrecisionGradients) {
+  // master_weights = false, grad_precision = fp16 (DistIR's pure fp16
+  // runs, DeepSpeed's fp16 gradients): Adam updates the fp16 weights with
+  // fp16 moments, and the data-parallel all-reduce moves 2 bytes per
+  // parameter.
+  auto mlp = make_mlp(2, 8, 16, 4);
+  StrategySpec spec = make_spec(mlp.graph, {{"dp", 2}}, 8, 1);
+  spec.train.precision = ir::DType::F16;
+  spec.train.master_weights = false;
+  spec.train.grad_precision = ir::DType::F16;
+  set_default(spec, 0, S("b"));
+  double params = 0;
+  for (const Tensor& t : mlp.graph.tensors)
+    if (t.kind == TensorKind::Param) params += static_cast<double>(t.numel());
+  auto c = compile(mlp.graph, spec);
+  const ir::Module& m = c->module();
+  const ir::Function& f = c->f();
+  for (const ir::Arg& a : f.args) {
+    if (a.kind == ir::ArgKind::Input) continue;
+    EXPECT_EQ(m.value_type(f, a.value).dtype, ir::DType::F16) << m.value_name(f, a.value);
+    EXPECT_TRUE(ir::master_of(m.value_name(f, a.value)).empty());
+  }
+  EXPECT_TRUE(select(m, {ir::OpKind::Cast, -1, ir::Phase::Optimizer}).empty());
+  double reduced = 0;
+  for (const ir::Op* op : select(m, {ir::OpKind::AllReduce, 0})) reduced += operand_bytes(m, *op);
+  EXPECT_DOUBLE_EQ(reduced, params * 2);
+}
+
 }  // namespace
 }  // namespace dstc::compiler
 

@@ -62,7 +62,7 @@ TEST(StrategyElaboration, MegatronConfigs) {
   EXPECT_EQ(s.cluster.written, "clusters/dgx-a100.toml");
   EXPECT_FALSE(s.cluster.resolved.empty());
   EXPECT_EQ(s.run.optimizer, Optimizer::Adam);
-  EXPECT_EQ(s.run.precision, Precision::Bf16);
+  EXPECT_EQ(s.run.precision, ir::DType::BF16);
   const Model& m = *s.model;
   auto config_of = [&](const std::string& path) -> const ComputeConfig* {
     NodeId n = node_at(m, path);
