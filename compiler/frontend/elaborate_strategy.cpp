@@ -239,11 +239,14 @@ class StrategyElaborator {
           run.master_weights = *v;
           master_weights_range_ = e.key_range;
         }
+      } else if (e.key == "overlap_grad_reduce" && run.training) {
+        if (std::optional<bool> v = eval_.eval_bool(*e.value, sc, e.key)) run.overlap_grad_reduce = *v;
       } else {
-        diags_.error(diag::kBadConfig, e.key_range,
-                     fmt::format("unknown key '{}' in {} (keys: batch, {}precision)", e.key,
-                                 run.training ? "train" : "inference",
-                                 run.training ? "optimizer, accumulate, master_weights, grad_precision, " : ""));
+        diags_.error(
+            diag::kBadConfig, e.key_range,
+            fmt::format(
+                "unknown key '{}' in {} (keys: batch, {}precision)", e.key, run.training ? "train" : "inference",
+                run.training ? "optimizer, accumulate, master_weights, grad_precision, overlap_grad_reduce, " : ""));
       }
     }
     if (master_weights_range_.valid() && run.precision == ir::DType::F32) {

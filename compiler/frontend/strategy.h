@@ -47,7 +47,11 @@ struct RunConfig {
   // pure half-precision training).
   bool master_weights = true;
   ir::DType grad_precision = ir::DType::F32;  // the accumulated gradient and its reduction
-  int64_t accumulate = 1;                     // gradient-accumulation steps per optimizer step
+  // Data-parallel gradients reduced during the last micro-batch's backward
+  // as each completes (DDP, FSDP, Megatron-Core's --overlap-grad-reduce);
+  // false: after the whole backward (Megatron-LM's 2021 local DDP).
+  bool overlap_grad_reduce = true;
+  int64_t accumulate = 1;  // gradient-accumulation steps per optimizer step
   SourceRange range;
 };
 

@@ -313,6 +313,7 @@ class LogicalGraphBuilder {
     spec.train.precision = run.precision;
     spec.train.master_weights = run.master_weights;
     spec.train.grad_precision = run.grad_precision;
+    spec.train.overlap_grad_reduce = run.overlap_grad_reduce;
     spec.train.where = run.range;
   }
 

@@ -531,7 +531,8 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
     }
   }
   if (weight_grads) flush_param_grads(stage, mb);
-  if (weight_grads && ++weight_blocks_done_[stage] == resolved.micro_batches) finish_param_grads(stage);
+  if (weight_grads && ++weight_blocks_done_[stage] == resolved.micro_batches && !spec.train.overlap_grad_reduce)
+    sync_param_grads_after_backward(stage);
 }
 
 ir::ValueId Lowering::flush_grads(int32_t tensor, int32_t mb, const ir::Layout& target, std::optional<ir::DType> dtype,

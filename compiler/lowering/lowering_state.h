@@ -176,9 +176,6 @@ class Lowering {
   ir::ValueId param_value(int32_t tensor, const Emit& at);
   // `v` sent from `from`'s stage to `to_stage`: the received value.
   ir::ValueId transfer(ir::ValueId v, const Emit& from, int32_t to_stage, ir::Phase phase, SourceRange where);
-  // After a stage's last weight-gradient block: boxes the gradients of
-  // copies whose stages are all done into the optimizer layout.
-  void finish_param_grads(int32_t stage);
   // Sums the gradients of parameters shared across pipeline stages.
   void sum_shared_param_grads();
   void emit_optimizer(int32_t stage);
@@ -191,8 +188,15 @@ class Lowering {
   ir::ValueId flush_grads(int32_t tensor, int32_t mb, const ir::Layout& target, std::optional<ir::DType> dtype,
                           const Emit& at);
   // Accumulates a micro-batch's pending gradient of a parameter (of all the
-  // stage's parameters) into its copy on the stage.
+  // stage's parameters) into its copy on the stage; after the copy's last
+  // micro-batch, boxes it into the optimizer layout.
   void flush_param_grad(int32_t tensor, int32_t stage, int32_t mb);
+  void accumulate_param_grad(int32_t tensor, int32_t stage, int32_t mb);
+  // Boxes a copy's final gradient into the optimizer layout (once).
+  void sync_param_grad(int32_t tensor, int32_t stage);
+  // overlap_grad_reduce = false: the reductions of every copy whose stages
+  // are all done, queued after the stage's backward.
+  void sync_param_grads_after_backward(int32_t stage);
   void flush_param_grads(int32_t stage, int32_t mb);
   // The first op of `stage` that reads parameter `tensor`.
   int32_t first_reader(int32_t tensor, int32_t stage);

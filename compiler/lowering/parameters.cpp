@@ -136,6 +136,39 @@ void Lowering::flush_param_grads(int32_t stage, int32_t mb) {
 }
 
 void Lowering::flush_param_grad(int32_t t, int32_t stage, int32_t mb) {
+  accumulate_param_grad(t, stage, mb);
+  // The last micro-batch's gradient is in: reduce it into the optimizer
+  // layout now, so the data-parallel reduction overlaps the rest of the
+  // backward and a rank's reductions queue in the order their gradients
+  // complete.
+  ParamCopy& copy = param_copy(t, stage);
+  bool last = std::all_of(copy.stages.begin(), copy.stages.end(), [&](int32_t s) {
+    return weight_blocks_done_[s] == resolved.micro_batches - (s == stage ? 1 : 0);
+  });
+  if (spec.train.overlap_grad_reduce && last) sync_param_grad(t, stage);
+}
+
+void Lowering::sync_param_grad(int32_t t, int32_t stage) {
+  ParamCopy& copy = param_copy(t, stage);
+  if (copy.grad == ir::kNone || copy.synced) return;
+  Emit at{stage, -1, ir::Phase::WeightGrad, ir::Stream::Grad, graph.tensors[t].where, graph.tensors[t].node};
+  copy.grad = box(at, copy.grad, grad_layout(t), optimizer_layout(t));
+  copy.synced = true;
+}
+
+void Lowering::sync_param_grads_after_backward(int32_t stage) {
+  // Without overlap every reduction waits for the stage's whole backward:
+  // the first queued is of the stage's first parameter in forward order,
+  // whose gradient completes last, and the grad stream runs in order.
+  for (int32_t t : stage_params_[stage]) {
+    const ParamCopy& copy = param_copy(t, stage);
+    bool done = std::all_of(copy.stages.begin(), copy.stages.end(),
+                            [&](int32_t s) { return weight_blocks_done_[s] == resolved.micro_batches; });
+    if (done) sync_param_grad(t, stage);
+  }
+}
+
+void Lowering::accumulate_param_grad(int32_t t, int32_t stage, int32_t mb) {
   ir::ValueId& grad = param_copy(t, stage).grad;
   Emit sync{stage, mb, ir::Phase::WeightGrad, ir::Stream::Grad, graph.tensors[t].where, graph.tensors[t].node};
   if (grad != ir::kNone) {
@@ -160,19 +193,6 @@ void Lowering::flush_param_grad(int32_t t, int32_t stage, int32_t mb) {
   } else {
     sync.stream = ir::Stream::Compute;
     grad = append(sync, ir::OpKind::Accumulate, {grad, g}, {}, grad_layout(t));
-  }
-}
-
-void Lowering::finish_param_grads(int32_t stage) {
-  for (int32_t t : stage_params_[stage]) {
-    ParamCopy& copy = param_copy(t, stage);
-    if (copy.grad == ir::kNone || copy.synced) continue;
-    bool all_done = std::all_of(copy.stages.begin(), copy.stages.end(),
-                                [&](int32_t s) { return weight_blocks_done_[s] == resolved.micro_batches; });
-    if (!all_done) continue;
-    Emit at{stage, -1, ir::Phase::WeightGrad, ir::Stream::Grad, graph.tensors[t].where, graph.tensors[t].node};
-    copy.grad = box(at, copy.grad, grad_layout(t), optimizer_layout(t));
-    copy.synced = true;
   }
 }
 

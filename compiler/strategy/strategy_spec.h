@@ -68,6 +68,7 @@ struct TrainConfig {
   ir::DType precision = ir::DType::F32;       // compute dtype, and the stored weights'
   bool master_weights = true;                 // low-precision training: fp32 master weights with the optimizer state
   ir::DType grad_precision = ir::DType::F32;  // accumulated gradients and their reduction
+  bool overlap_grad_reduce = true;            // reduce each gradient as its last micro-batch completes
   double learning_rate = 1e-3;
   SourceRange where;
 };

@@ -252,6 +252,37 @@ TEST(Lowering, EachWeightGradientIsReducedRightAfterItIsComputed) {
   EXPECT_EQ(order, "WRWRWRWR");
 }
 
+TEST(Lowering, GradientAllReducesFollowTheLastMicroBatchBackwardUnlessTheyWaitForIt) {
+  // Two micro-batches of data parallelism. Overlapped (DDP, Megatron-Core):
+  // each weight's all-reduce is queued right after its last micro-batch's
+  // weight gradient, last layer first. Not overlapped (Megatron-LM 2021):
+  // every all-reduce after the whole backward, the first layer's first, so
+  // on the in-order grad stream none can start before the backward ends.
+  std::vector<std::vector<double>> orders;  // the bytes of each reduction, in order
+  for (bool overlap : {true, false}) {
+    auto mlp = make_mlp(3, 16, 32, 8);
+    StrategySpec spec = make_spec(mlp.graph, {{"dp", 4}}, 16, 2);
+    spec.train.overlap_grad_reduce = overlap;
+    set_default(spec, 0, S("b"));
+    auto c = compile(mlp.graph, spec);
+    std::string order;  // W: a weight-gradient einsum, R: a gradient all-reduce
+    std::vector<double> reduced;
+    for (const ir::Op& op : c->f().ops) {
+      if (op.kind == ir::OpKind::Einsum && op.phase == ir::Phase::WeightGrad) order += 'W';
+      if (op.kind == ir::OpKind::AllReduce && op.phase == ir::Phase::WeightGrad) {
+        order += 'R';
+        reduced.push_back(operand_bytes(c->module(), op));
+      }
+    }
+    EXPECT_EQ(order, overlap ? "WWWWWRWRWRWR" : "WWWWWWWWRRRR") << overlap;
+    orders.push_back(reduced);
+  }
+  // The same reductions (the layers differ in size), in opposite orders.
+  std::reverse(orders[1].begin(), orders[1].end());
+  EXPECT_EQ(orders[0], orders[1]);
+  EXPECT_NE(orders[0].front(), orders[0].back());
+}
+
 TEST(Lowering, PipelineSendsActivationsForwardAndGradientsBack) {
   auto mlp = make_mlp(4, 16, 32, 8);
   StrategySpec spec = make_spec(mlp.graph, {{"pp", 2}, {"dp", 2}}, 16, 4);

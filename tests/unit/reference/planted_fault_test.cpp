@@ -53,6 +53,19 @@ std::optional<ir::OpId> bypass_first(ir::Function& f, const std::function<bool(c
   return std::nullopt;
 }
 
+// The first gradient all-reduce whose result the optimizer reads.
+std::function<bool(const ir::Op&)> gradient_all_reduce_read_by_optimizer(const ir::Function& f) {
+  return [&f](const ir::Op& op) {
+    if (op.kind != ir::OpKind::AllReduce || op.phase != ir::Phase::WeightGrad) return false;
+    for (const ir::Op& reader : f.ops) {
+      if (ir::op_info(reader.kind).category != ir::OpCategory::Optimizer) continue;
+      for (ir::ValueId v : f.operands(reader))
+        if (v == f.result(op)) return true;
+    }
+    return false;
+  };
+}
+
 std::string report(const VerifyResult& r) {
   std::ostringstream out;
   print_verify_result(out, r);
@@ -103,8 +116,7 @@ TEST(PlantedFault, RemovedForwardAllReduceIsAPartialRead) {
 TEST(PlantedFault, RemovedGradientAllReduceIsReadAsWholeByTheOptimizer) {
   Programs p = mlp_programs(false);
   ir::Function& f = p.distributed.functions[0];
-  auto removed = bypass_first(
-      f, [](const ir::Op& op) { return op.kind == ir::OpKind::AllReduce && op.phase == ir::Phase::WeightGrad; });
+  auto removed = bypass_first(f, gradient_all_reduce_read_by_optimizer(f));
   ASSERT_TRUE(removed);
   VerifyResult r = compare_programs(p.distributed, p.single, {});
   EXPECT_FALSE(r.passed);
@@ -157,8 +169,7 @@ TEST(PlantedFault, EachFailureIsReportedWithItsKind) {
 TEST(PlantedFault, RemovedAllReduceWithoutLayoutChecksIsAWrongUpdate) {
   Programs p = mlp_programs(false);
   ir::Function& f = p.distributed.functions[0];
-  ASSERT_TRUE(bypass_first(
-      f, [](const ir::Op& op) { return op.kind == ir::OpKind::AllReduce && op.phase == ir::Phase::WeightGrad; }));
+  ASSERT_TRUE(bypass_first(f, gradient_all_reduce_read_by_optimizer(f)));
   VerifyOptions options;
   options.check_layouts = false;
   VerifyResult r = compare_programs(p.distributed, p.single, options);
@@ -166,7 +177,7 @@ TEST(PlantedFault, RemovedAllReduceWithoutLayoutChecksIsAWrongUpdate) {
   ASSERT_TRUE(r.difference) << report(r);
   // Gathered over dp, the partial gradient is still the gradient; the
   // optimizer step that reads it as whole is what goes wrong.
-  EXPECT_EQ(r.difference->tensor.rfind("updated ", 0), 0u) << report(r);
+  EXPECT_NE(r.difference->tensor.find("updated "), std::string::npos) << report(r);
   EXPECT_NE(r.difference->producer.op_text.find("adam"), std::string::npos) << report(r);
 }
 
