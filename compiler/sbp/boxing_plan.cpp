@@ -1,6 +1,41 @@
 #include "compiler/sbp/boxing_plan.h"
 
 namespace dstc::compiler {
+namespace {
+
+// How a step changes the local size: 0 shrinks it (reduce_scatter, shard),
+// 1 keeps it, 2 grows it (all_gather, unshard).
+int size_class(ir::OpKind op) {
+  switch (op) {
+    case ir::OpKind::ReduceScatter:
+    case ir::OpKind::Shard: return 0;
+    case ir::OpKind::AllGather:
+    case ir::OpKind::Unshard: return 2;
+    default: return 1;
+  }
+}
+
+bool share_a_dim(const AxisTransfer& a, const AxisTransfer& b) {
+  for (int x : {a.from_dim, a.to_dim})
+    if (x >= 0 && (x == b.from_dim || x == b.to_dim)) return true;
+  return false;
+}
+
+// Moves steps that shrink the local tensor ahead of those that keep or grow
+// it, so every later step moves less. Each step's bytes are proportional to
+// the local size when it runs, so this order is the cheapest whatever each
+// mesh axis's links cost. Steps on the same tensor dim keep their order:
+// their nesting (boxing_plan.h) depends on it.
+void shrink_first(std::vector<AxisTransfer>& plan) {
+  for (size_t pass = 0; pass < plan.size(); ++pass) {
+    for (size_t i = 0; i + 1 < plan.size(); ++i) {
+      if (size_class(plan[i + 1].op) < size_class(plan[i].op) && !share_a_dim(plan[i], plan[i + 1]))
+        std::swap(plan[i], plan[i + 1]);
+    }
+  }
+}
+
+}  // namespace
 
 std::vector<AxisTransfer> plan_boxing(const ir::Layout& from, const ir::Layout& to) {
   std::vector<AxisTransfer> removals, keeps, additions;
@@ -27,6 +62,7 @@ std::vector<AxisTransfer> plan_boxing(const ir::Layout& from, const ir::Layout& 
   std::vector<AxisTransfer> plan = std::move(removals);
   plan.insert(plan.end(), keeps.begin(), keeps.end());
   plan.insert(plan.end(), additions.rbegin(), additions.rend());
+  shrink_first(plan);
   return plan;
 }
 

@@ -1,0 +1,1 @@
+compile examples/gpt2_hsdp.dstrat --simulate
