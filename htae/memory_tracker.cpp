@@ -7,6 +7,17 @@
 
 namespace dstc::htae {
 
+std::string_view memory_kind_name(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::Weights: return "weights";
+    case MemoryKind::OptimizerState: return "optimizer state";
+    case MemoryKind::Gradients: return "gradients";
+    case MemoryKind::Activations: return "activations";
+    case MemoryKind::Other: return "other";
+  }
+  return "?";
+}
+
 MemoryTracker::MemoryTracker(int64_t devices, int64_t capacity_bytes, bool record_timeline)
     : capacity_(capacity_bytes), record_(record_timeline), devices_(static_cast<size_t>(devices)) {}
 
@@ -19,20 +30,24 @@ MemoryTracker::Device& MemoryTracker::at(int64_t device, double time) {
   return d;
 }
 
-void MemoryTracker::alloc(int64_t device, int64_t bytes, double time) {
+void MemoryTracker::alloc(int64_t device, int64_t bytes, double time, MemoryKind kind) {
   Device& d = at(device, time);
   d.live += bytes;
-  if (d.live > d.peak) d.peak = d.live, d.peak_time = time;
+  d.live_by_kind[static_cast<size_t>(kind)] += bytes;
+  if (d.live > d.peak) d.peak = d.live, d.peak_time = time, d.at_peak = d.live_by_kind;
   if (d.live > capacity_ && !d.first_oom) d.first_oom = time;
   if (record_) d.timeline.push_back({time, d.live});
 }
 
-void MemoryTracker::free(int64_t device, int64_t bytes, double time) {
+void MemoryTracker::free(int64_t device, int64_t bytes, double time, MemoryKind kind) {
   Device& d = at(device, time);
-  if (bytes > d.live) {
-    throw std::logic_error(fmt::format("device {} frees {} bytes with {} live", device, bytes, d.live));
+  int64_t& of_kind = d.live_by_kind[static_cast<size_t>(kind)];
+  if (bytes > of_kind) {
+    throw std::logic_error(
+        fmt::format("device {} frees {} bytes of {} with {} live", device, bytes, memory_kind_name(kind), of_kind));
   }
   d.live -= bytes;
+  of_kind -= bytes;
   if (record_) d.timeline.push_back({time, d.live});
 }
 

@@ -2,11 +2,22 @@
 // program runs, the peak, and whether (and when) it exceeds the GPU's memory.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 namespace dstc::htae {
+
+// What live bytes hold, for the breakdown at the peak: the weights, the
+// optimizer's state (its fp32 master copy included), accumulated weight
+// gradients, forward values (activations, saved or recomputed), and the
+// rest (activation gradients, communication buffers).
+enum class MemoryKind : uint8_t { Weights, OptimizerState, Gradients, Activations, Other };
+inline constexpr size_t kMemoryKinds = 5;
+std::string_view memory_kind_name(MemoryKind kind);
+using MemoryBreakdown = std::array<int64_t, kMemoryKinds>;  // bytes by MemoryKind
 
 struct MemorySample {
   double time;
@@ -20,13 +31,15 @@ class MemoryTracker {
 
   // Events of one device come in non-decreasing time (a logic_error if not,
   // or if a free exceeds the live bytes: both are simulator bugs).
-  void alloc(int64_t device, int64_t bytes, double time);
-  void free(int64_t device, int64_t bytes, double time);
+  void alloc(int64_t device, int64_t bytes, double time, MemoryKind kind);
+  void free(int64_t device, int64_t bytes, double time, MemoryKind kind);
 
   int64_t capacity() const { return capacity_; }
   int64_t live(int64_t device) const { return devices_.at(device).live; }
   int64_t peak(int64_t device) const { return devices_.at(device).peak; }
   double peak_time(int64_t device) const { return devices_.at(device).peak_time; }
+  // What the live bytes held when the peak was first reached.
+  const MemoryBreakdown& at_peak(int64_t device) const { return devices_.at(device).at_peak; }
   bool oom(int64_t device) const { return devices_.at(device).first_oom.has_value(); }
   // When live bytes first exceeded the capacity.
   std::optional<double> first_oom_time(int64_t device) const { return devices_.at(device).first_oom; }
@@ -39,6 +52,8 @@ class MemoryTracker {
   struct Device {
     int64_t live = 0;
     int64_t peak = 0;
+    MemoryBreakdown live_by_kind{};
+    MemoryBreakdown at_peak{};
     double peak_time = 0;
     double last_time = 0;
     std::optional<double> first_oom;

@@ -56,13 +56,19 @@ void print_report_text(std::ostream& out, const SimReport& r) {
   }
   out << fmt::format("  compute        {:.4g} TFLOP/s per GPU, MFU {:.1f}% of {:.4g} TFLOP/s {}\n", r.tflops_per_gpu,
                      r.mfu * 100, r.peak_flops_per_gpu / 1e12, dtype_name(r.compute_dtype));
-  auto peak = std::max_element(r.peak_memory_bytes.begin(), r.peak_memory_bytes.end());
-  if (peak != r.peak_memory_bytes.end()) {
+  if (!r.peak_memory_bytes.empty()) {
     out << fmt::format(
-        "  memory         peak {} on rank {}, capacity {}: {}\n", bytes(*peak), peak - r.peak_memory_bytes.begin(),
-        bytes(r.memory_capacity_bytes),
+        "  memory         peak {} on rank {}, capacity {}: {}\n",
+        bytes(r.peak_memory_bytes[static_cast<size_t>(r.fullest_rank)]), r.fullest_rank, bytes(r.memory_capacity_bytes),
         r.oom ? fmt::format("OUT OF MEMORY on rank{} {}", r.oom_devices.size() == 1 ? "" : "s", ranks(r.oom_devices))
               : std::string("fits"));
+    std::string held;
+    for (size_t k = 0; k < kMemoryKinds; ++k) {
+      if (r.memory_at_peak[k] == 0) continue;
+      held += fmt::format("{}{} {}", held.empty() ? "" : ", ", memory_kind_name(static_cast<MemoryKind>(k)),
+                          bytes(r.memory_at_peak[k]));
+    }
+    if (!held.empty()) out << fmt::format("    at peak      {}\n", held);
   }
   auto share = [&](double s) { return r.step_time_s > 0 ? s / r.step_time_s * 100 : 0.0; };
   const SimBreakdown& b = r.breakdown;
@@ -94,6 +100,14 @@ void print_report_json(std::ostream& out, const SimReport& r) {
   j["tflops_per_gpu"] = r.tflops_per_gpu;
   j["mfu"] = r.mfu;
   j["peak_memory_bytes"] = r.peak_memory_bytes;
+  nlohmann::ordered_json held;
+  held["rank"] = r.fullest_rank;
+  for (size_t k = 0; k < kMemoryKinds; ++k) {
+    std::string name(memory_kind_name(static_cast<MemoryKind>(k)));
+    std::replace(name.begin(), name.end(), ' ', '_');
+    held[name + "_bytes"] = r.memory_at_peak[k];
+  }
+  j["memory_at_peak"] = held;
   j["memory_capacity_bytes"] = r.memory_capacity_bytes;
   j["oom"] = r.oom;
   j["oom_devices"] = r.oom_devices;

@@ -144,6 +144,7 @@ class Executor {
   }
 
   void prepare();
+  void classify_values();
   void gate_parameter_gathers();
   void run();
   void signature_of(const ir::Op& op, std::string& out) const;
@@ -209,6 +210,7 @@ class Executor {
   std::vector<uint32_t> uses_;
   std::vector<uint8_t> keep_;      // arguments and returned values live to the end
   std::vector<uint8_t> in_place_;  // optimizer results held in their argument's memory
+  std::vector<MemoryKind> kind_;   // what each value's bytes count as
 
   // Per op.
   std::vector<double> duration_;  // compute ops: seconds at full speed
@@ -272,13 +274,14 @@ void Executor::prepare() {
   keep_.assign(f_.values.size(), 0);
   for (ValueId v : f_.returns) keep_[v] = 1;
   std::vector<uint8_t> is_arg(f_.values.size(), 0);
+  classify_values();
   for (const ir::Arg& a : f_.args) {
     keep_[a.value] = 1;
     is_arg[a.value] = 1;
     auto bytes = m_.value_type(f_, a.value).bytes();
     for (uint32_t c : classes_.in_set(f_.values[a.value].devices)) {
       ready_[slot(a.value, c)] = 1;
-      memory_.alloc(c, bytes, 0);
+      memory_.alloc(c, bytes, 0, kind_[a.value]);
     }
   }
   // An optimizer updates the parameters and states it is given in place
@@ -665,15 +668,40 @@ void Executor::finish_instance(uint32_t id) {
   free_instances_.push_back(id);
 }
 
+void Executor::classify_values() {
+  kind_.assign(f_.values.size(), MemoryKind::Other);
+  for (const ir::Arg& a : f_.args) {
+    kind_[a.value] = a.kind == ir::ArgKind::Param   ? MemoryKind::Weights
+                     : a.kind == ir::ArgKind::State ? MemoryKind::OptimizerState
+                                                    : MemoryKind::Activations;
+  }
+  for (const ir::Op& op : f_.ops) {
+    // A value moved, boxed or cast from one operand is what that operand
+    // is (a gathered weight is a weight, a reduced gradient a gradient);
+    // other results are what their phase computes.
+    const ir::OpInfo& info = ir::op_info(op.kind);
+    bool moves = op.operand_count == 1 &&
+                 (info.is_communication() || op.kind == ir::OpKind::Cast || op.kind == ir::OpKind::Shard ||
+                  op.kind == ir::OpKind::Unshard || op.kind == ir::OpKind::Partialize);
+    bool forward = op.phase == ir::Phase::Forward || op.phase == ir::Phase::Recompute;
+    MemoryKind by_phase = forward                             ? MemoryKind::Activations
+                          : op.phase == ir::Phase::WeightGrad ? MemoryKind::Gradients
+                          : op.phase == ir::Phase::Optimizer  ? MemoryKind::Weights
+                                                              : MemoryKind::Other;
+    MemoryKind kind = moves ? kind_[f_.operands(op)[0]] : by_phase;
+    for (uint16_t r = 0; r < op.result_count; ++r) kind_[op.first_result + r] = kind;
+  }
+}
+
 void Executor::alloc_results(uint32_t c, const ir::Op& op) {
   for (uint16_t r = 0; r < op.result_count; ++r) {
     ValueId v = op.first_result + r;
-    if (slot(v, c) != kNone && !in_place_[v]) memory_.alloc(c, m_.value_type(f_, v).bytes(), now_);
+    if (slot(v, c) != kNone && !in_place_[v]) memory_.alloc(c, m_.value_type(f_, v).bytes(), now_, kind_[v]);
   }
 }
 
 void Executor::release(ValueId v, uint32_t c) {
-  if (!keep_[v] && !in_place_[v]) memory_.free(c, m_.value_type(f_, v).bytes(), now_);
+  if (!keep_[v] && !in_place_[v]) memory_.free(c, m_.value_type(f_, v).bytes(), now_, kind_[v]);
 }
 
 void Executor::finish_op(uint32_t c, uint8_t q, OpId id, double start) {
@@ -812,6 +840,11 @@ SimReport Executor::report() {
     uint32_t c = classes_.of_rank(rank);
     r.peak_memory_bytes[static_cast<size_t>(rank)] = memory_.peak(c);
     if (memory_.oom(c)) r.oom_devices.push_back(rank);
+  }
+  if (r.num_devices > 0) {
+    auto fullest = std::max_element(r.peak_memory_bytes.begin(), r.peak_memory_bytes.end());
+    r.fullest_rank = static_cast<ir::Rank>(fullest - r.peak_memory_bytes.begin());
+    r.memory_at_peak = memory_.at_peak(classes_.of_rank(r.fullest_rank));
   }
   r.oom = !r.oom_devices.empty();
   r.num_ops = static_cast<int64_t>(f_.ops.size());

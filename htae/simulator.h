@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "htae/cluster_spec.h"
+#include "htae/memory_tracker.h"
 #include "htae/profile_database.h"
 #include "ir/module.h"
 #include "ir/source/diagnostics.h"
@@ -102,6 +103,8 @@ struct SimReport {
   double mfu = 0;
 
   std::vector<int64_t> peak_memory_bytes;  // per mesh rank
+  ir::Rank fullest_rank = 0;               // the first with the highest peak
+  MemoryBreakdown memory_at_peak{};        // what its peak held
   int64_t memory_capacity_bytes = 0;
   bool oom = false;
   std::vector<ir::Rank> oom_devices;

@@ -266,6 +266,36 @@ func @f {
   EXPECT_EQ(run.report->peak_memory_bytes[0], 80 * 1024);
 }
 
+// What the peak holds: the weights (a gathered weight counts as one),
+// Adam's state, a weight gradient and the forward values. The peak is
+// reached when the gradient is produced: x, w, m, v, the gathered w
+// (read by the gradient too), h and g are live (16 KiB each; w, m, v 8 KiB
+// each on a device); the gathered w is freed before the reduce-scatter.
+TEST(Simulator, ThePeakIsBrokenDownByWhatItHolds) {
+  Outcome run = simulate_text(R"(mesh world[d=2]
+func @f {
+  input %x on world : f32[64, 64]
+  param %w on world : f32[32, 64]
+  state %m on world : f32[32, 64]
+  state %v on world : f32[32, 64]
+  %wg = all_gather(%w) {dim = 0} on world over [d] stream feature <phase=forward> : f32[64, 64]
+  %h = matmul(%x, %wg) on world <phase=forward> : f32[64, 64]
+  %g = matmul(%h, %wg) on world <phase=weight_grad> : f32[64, 64]
+  %gs = reduce_scatter(%g) {dim = 0} on world over [d] stream grad <phase=weight_grad> : f32[32, 64]
+  %w1, %m1, %v1 = adam(%w, %gs, %m, %v) {lr = 0.001} on world <phase=optimizer> : f32[32, 64], f32[32, 64], f32[32, 64]
+  return %w1, %m1, %v1, %h
+}
+)",
+                              test_cluster(1, 2));
+  ASSERT_TRUE(run.report) << run.errors;
+  const MemoryBreakdown& held = run.report->memory_at_peak;
+  EXPECT_EQ(held[static_cast<size_t>(MemoryKind::Weights)], (8 + 16) * 1024);
+  EXPECT_EQ(held[static_cast<size_t>(MemoryKind::OptimizerState)], 16 * 1024);
+  EXPECT_EQ(held[static_cast<size_t>(MemoryKind::Gradients)], 16 * 1024);
+  EXPECT_EQ(held[static_cast<size_t>(MemoryKind::Activations)], 32 * 1024);
+  EXPECT_EQ(run.report->peak_memory_bytes[0], (8 + 16 + 16 + 16 + 32) * 1024);
+}
+
 // ZeRO-3 style: three sharded weights (8 KiB each on a device) gathered
 // (16 KiB, 0.8192 us over the 10 GB/s switch) on the feature stream, each
 // read by one 1 ms matmul. The shards exist from the start, so without a
