@@ -33,7 +33,10 @@ MemoryTracker::Device& MemoryTracker::at(int64_t device, double time) {
 void MemoryTracker::alloc(int64_t device, int64_t bytes, double time, MemoryKind kind) {
   Device& d = at(device, time);
   d.live += bytes;
-  d.live_by_kind[static_cast<size_t>(kind)] += bytes;
+  int64_t& of_kind = d.live_by_kind[static_cast<size_t>(kind)];
+  of_kind += bytes;
+  int64_t& kind_peak = d.kind_peaks[static_cast<size_t>(kind)];
+  kind_peak = std::max(kind_peak, of_kind);
   if (d.live > d.peak) d.peak = d.live, d.peak_time = time, d.at_peak = d.live_by_kind;
   if (d.live > capacity_ && !d.first_oom) d.first_oom = time;
   if (record_) d.timeline.push_back({time, d.live});

@@ -40,6 +40,9 @@ class MemoryTracker {
   double peak_time(int64_t device) const { return devices_.at(device).peak_time; }
   // What the live bytes held when the peak was first reached.
   const MemoryBreakdown& at_peak(int64_t device) const { return devices_.at(device).at_peak; }
+  // Each kind's own peak over time (activations' is what a layer count or
+  // a recomputation choice moves).
+  const MemoryBreakdown& kind_peaks(int64_t device) const { return devices_.at(device).kind_peaks; }
   bool oom(int64_t device) const { return devices_.at(device).first_oom.has_value(); }
   // When live bytes first exceeded the capacity.
   std::optional<double> first_oom_time(int64_t device) const { return devices_.at(device).first_oom; }
@@ -54,6 +57,7 @@ class MemoryTracker {
     int64_t peak = 0;
     MemoryBreakdown live_by_kind{};
     MemoryBreakdown at_peak{};
+    MemoryBreakdown kind_peaks{};
     double peak_time = 0;
     double last_time = 0;
     std::optional<double> first_oom;

@@ -100,14 +100,18 @@ void print_report_json(std::ostream& out, const SimReport& r) {
   j["tflops_per_gpu"] = r.tflops_per_gpu;
   j["mfu"] = r.mfu;
   j["peak_memory_bytes"] = r.peak_memory_bytes;
-  nlohmann::ordered_json held;
-  held["rank"] = r.fullest_rank;
-  for (size_t k = 0; k < kMemoryKinds; ++k) {
-    std::string name(memory_kind_name(static_cast<MemoryKind>(k)));
-    std::replace(name.begin(), name.end(), ' ', '_');
-    held[name + "_bytes"] = r.memory_at_peak[k];
-  }
-  j["memory_at_peak"] = held;
+  auto by_kind = [&](const MemoryBreakdown& held) {
+    nlohmann::ordered_json kinds;
+    kinds["rank"] = r.fullest_rank;
+    for (size_t k = 0; k < kMemoryKinds; ++k) {
+      std::string name(memory_kind_name(static_cast<MemoryKind>(k)));
+      std::replace(name.begin(), name.end(), ' ', '_');
+      kinds[name + "_bytes"] = held[k];
+    }
+    return kinds;
+  };
+  j["memory_at_peak"] = by_kind(r.memory_at_peak);
+  j["memory_kind_peaks"] = by_kind(r.memory_kind_peaks);
   j["memory_capacity_bytes"] = r.memory_capacity_bytes;
   j["oom"] = r.oom;
   j["oom_devices"] = r.oom_devices;

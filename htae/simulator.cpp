@@ -845,6 +845,7 @@ SimReport Executor::report() {
     auto fullest = std::max_element(r.peak_memory_bytes.begin(), r.peak_memory_bytes.end());
     r.fullest_rank = static_cast<ir::Rank>(fullest - r.peak_memory_bytes.begin());
     r.memory_at_peak = memory_.at_peak(classes_.of_rank(r.fullest_rank));
+    r.memory_kind_peaks = memory_.kind_peaks(classes_.of_rank(r.fullest_rank));
   }
   r.oom = !r.oom_devices.empty();
   r.num_ops = static_cast<int64_t>(f_.ops.size());

@@ -105,6 +105,7 @@ struct SimReport {
   std::vector<int64_t> peak_memory_bytes;  // per mesh rank
   ir::Rank fullest_rank = 0;               // the first with the highest peak
   MemoryBreakdown memory_at_peak{};        // what its peak held
+  MemoryBreakdown memory_kind_peaks{};     // its peak of each kind, each at its own time
   int64_t memory_capacity_bytes = 0;
   bool oom = false;
   std::vector<ir::Rank> oom_devices;

@@ -477,9 +477,27 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
     auto input = [&](size_t i) {
       if (inputs[i] != ir::kNone) return inputs[i];
       int32_t t = lop.inputs[i].tensor;
-      bool regather = graph.tensors[t].kind == TensorKind::Param && param_layout(t) != input_layout(op, i);
-      return inputs[i] = regather ? op_input(at, op, i, false)
-                                  : saved_inputs_.get(static_cast<int32_t>(input_base_[op] + i), mb);
+      if (graph.tensors[t].kind == TensorKind::Param) {
+        bool regather = param_layout(t) != input_layout(op, i);
+        return inputs[i] = regather ? op_input(at, op, i, false)
+                                    : saved_inputs_.get(static_cast<int32_t>(input_base_[op] + i), mb);
+      }
+      // An activation the forward all-gathered to read (the input of a
+      // column-parallel linear under sequence parallelism) is kept as the
+      // shard it is stored as and gathered again here, as Megatron does:
+      // the step holds 1/t of it between forward and backward.
+      if (resolved.recompute_unit[op] < 0 && gathers(sbp.layouts[t], input_layout(op, i))) {
+        ir::ValueId stored = input_value(t, mb, stage, false);
+        uint64_t key = (static_cast<uint64_t>(stored) << 32) | module_.intern_layout(input_layout(op, i));
+        auto [slot, fresh] = regathered_.try_emplace(key, ir::kNone);
+        if (fresh) {
+          Emit boxing = at;
+          boxing.stream = ir::Stream::Feature;
+          slot->second = box(boxing, stored, sbp.layouts[t], input_layout(op, i), false);
+        }
+        return inputs[i] = slot->second;
+      }
+      return inputs[i] = saved_inputs_.get(static_cast<int32_t>(input_base_[op] + i), mb);
     };
     std::vector<GradContribution> grads =
         emit_backward_op(at, op, input, saved_outputs_.get(op, mb), grad_output, input_grads, weight_grads);

@@ -231,7 +231,10 @@ class Lowering {
   // same layout share one boxing, so their gradients share one reverse
   // boxing too. Only the backward frontier is pending, so each map is small.
   std::vector<std::map<std::pair<int32_t, ir::LayoutId>, ir::ValueId>> pending_grads_;
-  std::unordered_map<uint64_t, ir::ValueId> boxed_;   // (value << 32 | target layout)
+  std::unordered_map<uint64_t, ir::ValueId> boxed_;  // (value << 32 | target layout)
+  // Activations gathered again for the backward, keyed as boxed_: the ops
+  // of one micro-batch's backward that read the same gather share it.
+  std::unordered_map<uint64_t, ir::ValueId> regathered_;
   std::vector<std::vector<ParamCopy>> param_copies_;  // per tensor; the first is the owner
   std::vector<EinsumSpecs> einsum_specs_;             // per op, filled on first use
   std::vector<int32_t> weight_blocks_done_;           // per stage

@@ -1,5 +1,7 @@
 #include "compiler/sbp/boxing_plan.h"
 
+#include <algorithm>
+
 namespace dstc::compiler {
 namespace {
 
@@ -64,6 +66,12 @@ std::vector<AxisTransfer> plan_boxing(const ir::Layout& from, const ir::Layout& 
   plan.insert(plan.end(), additions.rbegin(), additions.rend());
   shrink_first(plan);
   return plan;
+}
+
+bool gathers(const ir::Layout& from, const ir::Layout& to) {
+  if (from == to) return false;
+  std::vector<AxisTransfer> plan = plan_boxing(from, to);
+  return std::any_of(plan.begin(), plan.end(), [](const AxisTransfer& t) { return t.op == ir::OpKind::AllGather; });
 }
 
 double local_bytes(const ir::Layout& layout, double logical_bytes, const ir::Mesh& mesh) {

@@ -32,6 +32,10 @@ struct AxisTransfer {
 
 std::vector<AxisTransfer> plan_boxing(const ir::Layout& from, const ir::Layout& to);
 
+// Whether boxing from → to all-gathers (the tensor read is larger than the
+// one stored).
+bool gathers(const ir::Layout& from, const ir::Layout& to);
+
 // Bytes each device sends to carry out `plan` on a tensor of `logical_bytes`
 // held in layout `from` (ring algorithms, architecture note's table).
 double boxing_bytes(const std::vector<AxisTransfer>& plan, const ir::Layout& from, double logical_bytes,

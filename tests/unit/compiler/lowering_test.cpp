@@ -138,10 +138,37 @@ TEST(Lowering, SequenceParallelTurnsEachAllReduceIntoReduceScatterAndAllGather) 
     auto rs = select(m, {ir::OpKind::ReduceScatter, 1, phase});
     auto ag = select(m, {ir::OpKind::AllGather, 1, phase});
     EXPECT_EQ(rs.size(), size_t(2 * layers)) << ir::phase_name(phase);
-    EXPECT_EQ(ag.size(), size_t(2 * layers)) << ir::phase_name(phase);
+    // Backward: the all-gathers that mirror the forward reduce-scatters, and
+    // the layer norms' outputs gathered again for the column-parallel
+    // linears' weight gradients (attention's q, k and v share one).
+    size_t gathers = phase == ir::Phase::Forward ? 2 * layers : 4 * layers;
+    EXPECT_EQ(ag.size(), gathers) << ir::phase_name(phase);
     for (const ir::Op* op : rs) EXPECT_DOUBLE_EQ(operand_bytes(m, *op), activation);
     for (const ir::Op* op : ag) EXPECT_DOUBLE_EQ(result_bytes(m, *op), activation);
   }
+}
+
+TEST(Lowering, SequenceParallelKeepsTheShardOfWhatTheForwardGathered) {
+  // Megatron keeps the layer norm's output as its 1/t shard between forward
+  // and backward and gathers it again for the weight gradient: no backward
+  // op reads a value the forward all-gathered.
+  Gpt gpt = make_gpt(2, 4, 16, 32, 8, 64);
+  StrategySpec spec = megatron(gpt, 1, 4, 4);
+  for (const Gpt::Block& b : gpt.blocks)
+    for (int32_t n : {b.ln1, b.res1, b.ln2, b.res2}) set_compute(spec, n, 1, S("s"));
+  auto c = compile(gpt.graph, spec);
+  const ir::Function& f = c->f();
+  std::vector<uint8_t> gathered_in_forward(f.values.size(), 0);
+  int readers = 0;
+  for (const ir::Op& op : f.ops) {
+    if (op.kind == ir::OpKind::AllGather && op.phase == ir::Phase::Forward) gathered_in_forward[f.result(op)] = 1;
+    if (op.phase != ir::Phase::InputGrad && op.phase != ir::Phase::WeightGrad) continue;
+    for (ir::ValueId v : f.operands(op)) {
+      EXPECT_FALSE(gathered_in_forward[v]) << ir::print_op(c->module(), f, op);
+      ++readers;
+    }
+  }
+  EXPECT_GT(readers, 0);
 }
 
 TEST(Lowering, ZeroOneAndTwoReduceScatterAndAllGatherTheParameterBytes) {

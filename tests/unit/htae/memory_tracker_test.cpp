@@ -18,6 +18,7 @@ TEST(MemoryTracker, TracksLiveBytesAndPeak) {
   EXPECT_EQ(mem.peak(0), 700);
   EXPECT_DOUBLE_EQ(mem.peak_time(0), 1.0);
   EXPECT_EQ(mem.at_peak(0), (MemoryBreakdown{300, 0, 0, 400, 0}));
+  EXPECT_EQ(mem.kind_peaks(0), (MemoryBreakdown{300, 0, 200, 400, 0}));
   EXPECT_EQ(mem.peak(1), 50);
   EXPECT_EQ(mem.max_peak(), 700);
   EXPECT_FALSE(mem.any_oom());
