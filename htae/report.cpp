@@ -153,8 +153,8 @@ void write_chrome_trace(std::ostream& out, const ir::Module& module, const ir::F
           {"pid", rank},
           {"args", {{"name", fmt::format("rank {} (device {})", rank, module.mesh().physical(rank))}}}});
     emit({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", rank}, {"args", {{"sort_index", rank}}}});
-    for (int q = 0; q < kQueueCount; ++q) {
-      emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", rank}, {"tid", q}, {"args", {{"name", queue_name(q)}}}});
+    for (int q = 0; q < ir::kQueueCount; ++q) {
+      emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", rank}, {"tid", q}, {"args", {{"name", ir::queue_name(q)}}}});
     }
   }
   for (const TraceSpan& span : t.spans) {
@@ -176,7 +176,7 @@ void write_chrome_trace(std::ostream& out, const ir::Module& module, const ir::F
             {"name", name},
             {"cat", ir::phase_name(op.phase)},
             {"pid", rank},
-            {"tid", op_queue(op)},
+            {"tid", ir::op_queue(op)},
             {"ts", span.start * 1e6},
             {"dur", (span.end - span.start) * 1e6},
             {"args", args}});

@@ -28,14 +28,6 @@ namespace dstc::htae {
 
 std::string_view executor_name(ExecutorKind kind) { return kind == ExecutorKind::Htae ? "htae" : "program-order"; }
 
-int op_queue(const ir::Op& op) {
-  return op.kind == ir::OpKind::Recv && op.stream == ir::Stream::Pipeline ? kRecvQueue : static_cast<int>(op.stream);
-}
-
-std::string_view queue_name(int queue) {
-  return queue == kRecvQueue ? "pipeline recv" : ir::stream_name(static_cast<ir::Stream>(queue));
-}
-
 std::optional<ExecutorKind> parse_executor(std::string_view name) {
   if (name == "htae") return ExecutorKind::Htae;
   if (name == "program-order") return ExecutorKind::ProgramOrder;
@@ -79,7 +71,7 @@ struct Queue {
 };
 
 struct ClassState {
-  std::array<Queue, kQueueCount> queues;
+  std::array<Queue, ir::kQueueCount> queues;
   // The compute op in progress: its work (seconds at full speed) drains at `rate`.
   OpId computing = kNone;
   uint8_t computing_queue = 0;
@@ -139,7 +131,7 @@ class Executor {
         estimator_(cluster.gpu, options.profile),
         memory_(static_cast<int64_t>(classes_.count()), cluster.gpu.memory_bytes, options.record_trace),
         state_(classes_.count()) {
-    queue_count_ = options.executor == ExecutorKind::Htae ? kQueueCount : 1;
+    queue_count_ = options.executor == ExecutorKind::Htae ? ir::kQueueCount : 1;
     overlap_rate_ = options.overlap && cluster.runtime.overlap_factor > 0 ? 1 / cluster.runtime.overlap_factor : 1;
   }
 
@@ -152,7 +144,7 @@ class Executor {
   bool stuck(DiagnosticEngine& diags) const;
 
  private:
-  uint8_t queue_of(const ir::Op& op) const { return queue_count_ == 1 ? 0 : static_cast<uint8_t>(op_queue(op)); }
+  uint8_t queue_of(const ir::Op& op) const { return queue_count_ == 1 ? 0 : static_cast<uint8_t>(ir::op_queue(op)); }
   uint32_t slot(ValueId v, uint32_t c) const {
     const std::vector<uint32_t>& in = classes_.in_set(f_.values[v].devices);
     auto it = std::lower_bound(in.begin(), in.end(), c);
@@ -200,7 +192,7 @@ class Executor {
   // Per class, per position of its feature queue: the op its compute queue
   // must have reached before that op may start (kNone: no wait).
   std::vector<std::vector<OpId>> feature_gate_;
-  int queue_count_ = kQueueCount;
+  int queue_count_ = ir::kQueueCount;
   double overlap_rate_ = 1;
   double now_ = 0;
 
@@ -480,7 +472,8 @@ Activity Executor::classify(uint32_t c) const {
     const Queue& queue = s.queues[static_cast<size_t>(q)];
     if (queue.pos >= queue.ops.size()) continue;
     const ir::Op& head = f_.ops[queue.ops[queue.pos]];
-    if (head.kind == ir::OpKind::Send || (head.kind == ir::OpKind::Recv && q != kRecvQueue)) return Activity::bubble;
+    bool pipeline_recv = q == ir::kRecvQueue || q == ir::kGradRecvQueue;
+    if (head.kind == ir::OpKind::Send || (head.kind == ir::OpKind::Recv && !pipeline_recv)) return Activity::bubble;
     for (ValueId v : f_.operands(head)) {
       uint32_t sl = slot(v, c);
       OpId def = f_.values[v].def;

@@ -21,6 +21,7 @@
 #include "htae/memory_tracker.h"
 #include "htae/profile_database.h"
 #include "ir/module.h"
+#include "ir/queues.h"
 #include "ir/source/diagnostics.h"
 
 namespace dstc::htae {
@@ -35,10 +36,6 @@ std::string_view executor_name(ExecutorKind kind);
 // receives of the pipeline stream. Megatron-LM posts a stage's send and
 // receive as one batched isend/irecv, so neither waits for the other: a
 // receive is posted when the program reaches it and holds up no send.
-inline constexpr int kRecvQueue = ir::kStreamCount;
-inline constexpr int kQueueCount = ir::kStreamCount + 1;
-int op_queue(const ir::Op& op);
-std::string_view queue_name(int queue);  // "compute", ..., "pipeline recv"
 
 std::optional<ExecutorKind> parse_executor(std::string_view name);
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "ir/groups.h"
+#include "ir/queues.h"
 #include "ir/registry.h"
 #include "ir/source/diagnostic_kinds.h"
 #include "ir/symmetry.h"
@@ -16,13 +17,13 @@ namespace dstc::ir {
 
 namespace {
 
-constexpr int kStreams = kStreamCount;
+constexpr int kQueues = kQueueCount;
 
 class ScheduleRun {
  public:
   ScheduleRun(const Module& m, const Function& f)
       : m_(m), f_(f), partner_(pair_channels(f)), classes_(rank_classes(m, f)) {
-    auto queues = classes_.representative.size() * kStreams;
+    auto queues = classes_.representative.size() * kQueues;
     // The representatives in each device set, found once per set: ops
     // outnumber sets by far.
     std::vector<std::vector<Rank>> representatives(m.device_set_count());
@@ -38,13 +39,13 @@ class ScheduleRun {
     };
     offsets_.assign(queues + 1, 0);
     for (const Op& op : f.ops) {
-      for (Rank r : representatives_in(op.devices)) ++offsets_[queue(r, op.stream) + 1];
+      for (Rank r : representatives_in(op.devices)) ++offsets_[queue(r, op_queue(op)) + 1];
     }
     for (size_t q = 0; q < queues; ++q) offsets_[q + 1] += offsets_[q];
     order_.resize(offsets_.back());
     std::vector<uint32_t> fill(offsets_.begin(), offsets_.end() - 1);
     for (OpId i = 0; i < f.ops.size(); ++i) {
-      for (Rank r : representatives[f.ops[i].devices]) order_[fill[queue(r, f.ops[i].stream)]++] = i;
+      for (Rank r : representatives[f.ops[i].devices]) order_[fill[queue(r, op_queue(f.ops[i]))]++] = i;
     }
     pos_.assign(queues, 0);
   }
@@ -81,7 +82,7 @@ class ScheduleRun {
     }
     size_t first = seen[q];
     size_t stuck = 0;  // counting every rank of a class
-    for (uint32_t s = 0; s < pos_.size(); ++s) stuck += head(s) != kNone ? classes_.size[s / kStreams] : 0;
+    for (uint32_t s = 0; s < pos_.size(); ++s) stuck += head(s) != kNone ? classes_.size[s / kQueues] : 0;
     OpId at = head(steps[first].first);
     auto builder = diags.error(
         diag::kIrDeadlock, f_.op_range(at),
@@ -93,31 +94,31 @@ class ScheduleRun {
       uint32_t sq = steps[k].first;
       builder.note(f_.op_range(head(sq)),
                    fmt::format("{} is blocked on its {} stream at '{}': {}", describe_rank(sq),
-                               stream_name(stream_of(sq)), op_label(m_, f_, head(sq)), steps[k].second));
+                               queue_name(queue_of(sq)), op_label(m_, f_, head(sq)), steps[k].second));
     }
     if (steps.size() - first > kShownLinks)
       builder.note(fmt::format("and {} more ranks in the cycle", steps.size() - first - kShownLinks));
   }
 
  private:
-  // One queue per (class of symmetric ranks, stream), run by its representative.
-  uint32_t queue(Rank r, Stream s) const {
-    return classes_.class_of[static_cast<size_t>(r)] * kStreams + static_cast<uint32_t>(s);
+  // One queue per (class of symmetric ranks, ir/queues.h queue), run by its representative.
+  uint32_t queue(Rank r, int q) const {
+    return classes_.class_of[static_cast<size_t>(r)] * kQueues + static_cast<uint32_t>(q);
   }
-  Rank rank_of(uint32_t q) const { return classes_.representative[q / kStreams]; }
-  bool is_representative(Rank r) const { return rank_of(queue(r, Stream::Compute)) == r; }
+  Rank rank_of(uint32_t q) const { return classes_.representative[q / kQueues]; }
+  bool is_representative(Rank r) const { return rank_of(queue(r, static_cast<int>(Stream::Compute))) == r; }
   std::string describe_rank(uint32_t q) const {
-    uint32_t size = classes_.size[q / kStreams];
+    uint32_t size = classes_.size[q / kQueues];
     return size > 1 ? fmt::format("rank {} (one of {} symmetric ranks)", rank_of(q), size)
                     : fmt::format("rank {}", rank_of(q));
   }
-  static Stream stream_of(uint32_t q) { return static_cast<Stream>(q % kStreams); }
+  static int queue_of(uint32_t q) { return static_cast<int>(q % kQueues); }
 
   OpId head(uint32_t q) const {
     uint32_t index = offsets_[q] + pos_[q];
     return index < offsets_[q + 1] ? order_[index] : kNone;
   }
-  bool done_on(OpId j, Rank r) const { return head(queue(r, f_.ops[j].stream)) > j; }
+  bool done_on(OpId j, Rank r) const { return head(queue(r, op_queue(f_.ops[j]))) > j; }
 
   // The first operand of op i not yet computed on rank r, or kNone.
   ValueId missing_operand(OpId i, Rank r) const {
@@ -135,7 +136,7 @@ class ScheduleRun {
     const Op& op = f_.ops[i];
     const OpInfo& info = op_info(op.kind);
     auto add = [&](Rank p, OpId at) {
-      Rank rep = rank_of(queue(p, Stream::Compute));
+      Rank rep = rank_of(queue(p, static_cast<int>(Stream::Compute)));
       for (const auto& seen : out) {
         if (seen.first == rep && seen.second == at) return;
       }
@@ -159,7 +160,7 @@ class ScheduleRun {
     auto [it, fresh] = group_representatives_.try_emplace(key);
     if (fresh) {
       for (Rank p : group_of(m_, op, r)) {
-        Rank rep = rank_of(queue(p, Stream::Compute));
+        Rank rep = rank_of(queue(p, static_cast<int>(Stream::Compute)));
         if (std::find(it->second.begin(), it->second.end(), rep) == it->second.end()) it->second.push_back(rep);
       }
     }
@@ -170,12 +171,12 @@ class ScheduleRun {
     OpId i = head(q);
     participants(i, rank_of(q), scratch_);
     for (const auto& [p, op] : scratch_) {
-      if (head(queue(p, f_.ops[op].stream)) != op || missing_operand(op, p) != kNone) return false;
+      if (head(queue(p, op_queue(f_.ops[op]))) != op || missing_operand(op, p) != kNone) return false;
     }
-    for (const auto& [p, op] : scratch_) ++pos_[queue(p, f_.ops[op].stream)];
+    for (const auto& [p, op] : scratch_) ++pos_[queue(p, op_queue(f_.ops[op]))];
     for (const auto& [p, op] : scratch_) {
-      for (int s = 0; s < kStreams; ++s) {
-        uint32_t w = queue(p, static_cast<Stream>(s));
+      for (int s = 0; s < kQueues; ++s) {
+        uint32_t w = queue(p, s);
         if (!queued[w] && w != q) {
           queued[w] = true;
           work.push_back(w);
@@ -192,14 +193,14 @@ class ScheduleRun {
     ValueId v = missing_operand(i, r);
     if (v != kNone) {
       OpId def = f_.values[v].def;
-      return {queue(r, f_.ops[def].stream),
+      return {queue(r, op_queue(f_.ops[def])),
               fmt::format("it needs %{}, which '{}' on its {} stream has not computed", m_.value_name(f_, v),
                           op_label(m_, f_, def), stream_name(f_.ops[def].stream))};
     }
     std::vector<std::pair<Rank, OpId>> who;
     participants(i, r, who);
     for (const auto& [p, op] : who) {
-      uint32_t pq = queue(p, f_.ops[op].stream);
+      uint32_t pq = queue(p, op_queue(f_.ops[op]));
       if (pq == q) continue;
       OpId there = head(pq);
       if (there != op) {

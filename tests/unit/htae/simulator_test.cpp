@@ -427,6 +427,36 @@ TEST(Simulator, PipelineSendsDoNotWaitForEarlierReceives) {
   EXPECT_NEAR(in_order.report->step_time_s, 7 * kMs + 2 * transfer, 1e-12);
 }
 
+// Stage 1 sends a gradient back to stage 0 and then an activation on to
+// stage 2. Stage 0 takes the gradient only after a gradient from stage 2,
+// which stage 2 sends after computing on that activation. Sends queue by
+// direction (runtimes post them per peer with batched isend/irecv), so the
+// activation leaves at once and the step takes stage 2's 3 ms plus the
+// transfers; one in-order send queue would hold the activation behind the
+// gradient, which waits for it: a deadlock.
+TEST(Simulator, GradientSendsDoNotHoldUpActivationSends) {
+  Outcome run = simulate_text(R"(mesh world[pp=3]
+func @f {
+  param %w1 on world[pp=1] : f32[64, 64]
+  param %w2 on world[pp=2] : f32[64, 64]
+  %late = recv() on world[pp=0] from world[pp=2] channel 9 stream pipeline <phase=input_grad> : f32[64, 64]
+  %g = recv() on world[pp=0] from world[pp=1] channel 1 stream pipeline <phase=input_grad> : f32[64, 64]
+  send(%w1) on world[pp=1] to world[pp=0] channel 1 stream pipeline <phase=input_grad>
+  send(%w1) on world[pp=1] to world[pp=2] channel 2 stream pipeline <phase=forward>
+  %c = recv() on world[pp=2] from world[pp=1] channel 2 stream pipeline <phase=forward> : f32[64, 64]
+  %y1 = matmul(%c, %w2) on world[pp=2] : f32[64, 64]
+  %y2 = matmul(%y1, %w2) on world[pp=2] : f32[64, 64]
+  %y3 = matmul(%y2, %w2) on world[pp=2] : f32[64, 64]
+  send(%y3) on world[pp=2] to world[pp=0] channel 9 stream pipeline <phase=input_grad>
+  return %late, %g
+}
+)",
+                              test_cluster(1, 3));
+  ASSERT_TRUE(run.report) << run.errors;
+  double transfer = 16384 / 1e10;
+  EXPECT_NEAR(run.report->step_time_s, 3 * kMs + 3 * transfer, 1e-9);
+}
+
 TEST(Simulator, ThroughputFromBatchAndSequence) {
   SimOptions options;
   options.global_batch = 8;
