@@ -1,7 +1,7 @@
 #include "compiler/schedule/schedule_generators.h"
 
 #include <algorithm>
-#include <deque>
+#include <array>
 
 #include <fmt/format.h>
 
@@ -61,35 +61,46 @@ std::vector<Action> interleaved(int32_t rank, const ScheduleRequest& req) {
   return actions;
 }
 
-// ZB-H1: 1F1B with the backward split into input-grad (I) and weight-grad
-// (W). Rank r keeps up to its warm-up count (p − r − 1) of W passes pending
-// through the steady state and runs one after each cool-down I, where 1F1B
-// would sit idle waiting for the next rank's gradient; the rest drain last.
-std::vector<Action> zero_bubble_h1(int32_t rank, const ScheduleRequest& req) {
-  int32_t m = req.micro_batches;
-  int32_t warmup = cap_warmup(std::min(req.ranks - rank - 1, m), req);
-  std::vector<Action> actions;
-  std::deque<int32_t> pending_w;
-  auto input_grad = [&](int32_t mb) {
-    actions.push_back({rank, ActionKind::InputGrad, mb, {}});
-    pending_w.push_back(mb);
+// ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024): the
+// backward split into input-grad (I) and weight-grad (W) passes, placed by
+// list scheduling at unit cost per pass (the paper's T_F = T_B = T_W). Each
+// step a rank runs the first ready of: its next I (the critical path back
+// to stage 0), its next F while fewer than p − r micro-batches are in
+// flight (F run, W not yet: 1F1B's peak activations), its next W. So W
+// passes fill the waits and only the last micro-batch's W trails the last
+// I.
+std::vector<std::vector<Action>> zero_bubble_h1(const ScheduleRequest& req) {
+  const int32_t p = req.ranks, m = req.micro_batches;
+  constexpr int64_t kNotYet = -1;
+  // done[kind][r][mb]: the step a pass ran in, kNotYet before.
+  std::array<std::vector<std::vector<int64_t>>, 3> done;
+  for (auto& kind : done) kind.assign(p, std::vector<int64_t>(m, kNotYet));
+  std::vector<int32_t> next_f(p, 0), next_i(p, 0), next_w(p, 0);
+  std::vector<std::vector<Action>> rows(p);
+  auto finished = [&](int kind, int32_t r, int32_t mb, int64_t step) {
+    return done[kind][r][mb] != kNotYet && done[kind][r][mb] < step;
   };
-  auto weight_grad = [&] {
-    actions.push_back({rank, ActionKind::WeightGrad, pending_w.front(), {}});
-    pending_w.pop_front();
-  };
-  for (int32_t mb = 0; mb < warmup; ++mb) actions.push_back(forward(rank, mb));
-  for (int32_t i = 0; i < m - warmup; ++i) {
-    actions.push_back(forward(rank, warmup + i));
-    input_grad(i);
-    if (static_cast<int32_t>(pending_w.size()) > warmup) weight_grad();
+  int64_t remaining = int64_t{3} * p * m;
+  for (int64_t step = 0; remaining > 0; ++step) {
+    for (int32_t r = 0; r < p; ++r) {
+      int32_t limit = req.max_ongoing > 0 ? std::min(p - r, req.max_ongoing) : p - r;
+      int32_t f = next_f[r], i = next_i[r], w = next_w[r];
+      if (i < m && finished(0, r, i, step) && (r == p - 1 || finished(1, r + 1, i, step))) {
+        done[1][r][i] = step, ++next_i[r];
+        rows[r].push_back({r, ActionKind::InputGrad, i, {}});
+      } else if (f < m && f - w < limit && (r == 0 || finished(0, r - 1, f, step))) {
+        done[0][r][f] = step, ++next_f[r];
+        rows[r].push_back(forward(r, f));
+      } else if (w < m && finished(1, r, w, step)) {
+        done[2][r][w] = step, ++next_w[r];
+        rows[r].push_back({r, ActionKind::WeightGrad, w, {}});
+      } else {
+        continue;
+      }
+      --remaining;
+    }
   }
-  for (int32_t mb = m - warmup; mb < m; ++mb) {
-    input_grad(mb);
-    weight_grad();
-  }
-  while (!pending_w.empty()) weight_grad();
-  return actions;
+  return rows;
 }
 
 }  // namespace
@@ -144,9 +155,10 @@ std::variant<ScheduleTable, std::string> generate_schedule(const ScheduleRequest
       case ScheduleKind::GPipe: table.ranks[r] = gpipe(r, req); break;
       case ScheduleKind::OneFOneB: table.ranks[r] = one_f_one_b(r, req); break;
       case ScheduleKind::Interleaved: table.ranks[r] = interleaved(r, req); break;
-      case ScheduleKind::ZeroBubbleH1: table.ranks[r] = zero_bubble_h1(r, req); break;
+      case ScheduleKind::ZeroBubbleH1: break;  // the whole table at once, below
     }
   }
+  if (req.kind == ScheduleKind::ZeroBubbleH1 && !req.forward_only) table.ranks = zero_bubble_h1(req);
   return table;
 }
 
