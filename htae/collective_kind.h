@@ -4,6 +4,7 @@
 
 #include <array>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "ir/ids.h"
@@ -29,6 +30,16 @@ inline std::optional<CollectiveKind> collective_of(ir::OpKind op) {
   for (size_t i = 0; i < kCollectiveOps.size(); ++i)
     if (kCollectiveOps[i] == op) return static_cast<CollectiveKind>(i);
   return std::nullopt;
+}
+
+// "all_reduce, all_gather, ..., reduce and send_recv", for diagnostics.
+inline std::string collective_names() {
+  std::string out;
+  for (size_t i = 0; i < kCollectiveOps.size(); ++i) {
+    out += i == 0 ? "" : i + 1 == kCollectiveOps.size() ? " and " : ", ";
+    out += collective_name(static_cast<CollectiveKind>(i));
+  }
+  return out;
 }
 
 inline std::optional<CollectiveKind> parse_collective(std::string_view name) {

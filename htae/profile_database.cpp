@@ -140,9 +140,7 @@ std::optional<ProfileDatabase> ProfileDatabase::load(SourceManager& sources, Dia
         e.kind = *k;
       } else {
         diags.error(diag::kConfigBadValue, r.range(*t.get("kind")), fmt::format("unknown collective '{}'", *kind))
-            .note(
-                "the collectives are all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce and "
-                "send_recv");
+            .note(fmt::format("the collectives are {}", collective_names()));
       }
     }
     e.group_size = r.integer("group_size", true, 2).value_or(2);

@@ -273,18 +273,14 @@ class LogicalGraphBuilder {
 
   // --- the strategy ---
 
-  ir::Layout layout_of(const std::vector<frontend::Sbp>& sbp, int32_t t) {
+  // A memory config's layout; the front end resolved its split dims to
+  // indices (elaborate_strategy.cpp, memory()).
+  static ir::Layout layout_of(const std::vector<frontend::Sbp>& sbp) {
     ir::Layout layout;
     for (const frontend::Sbp& s : sbp) {
       ir::Sbp out;
       if (s.kind == ir::Sbp::Split) {
-        int dim = s.dim_index;
-        if (dim < 0) {
-          const auto& dims = graph_.tensors[t].dims;
-          for (size_t a = 0; a < dims.size(); ++a)
-            if (dims[a].name == s.dim) dim = static_cast<int>(a);
-        }
-        out = {ir::Sbp::Split, static_cast<uint8_t>(std::max(dim, 0))};
+        out = {ir::Sbp::Split, static_cast<uint8_t>(std::max(s.dim_index, 0))};
       } else {
         out = {s.kind, 0};
       }
@@ -359,7 +355,7 @@ class LogicalGraphBuilder {
 
     for (const frontend::MemoryConfig& m : strategy_.memory) {
       int32_t t = tensor(m.tensor);
-      TensorLayoutConfig layout{layout_of(m.sbp, t), m.range, 0};
+      TensorLayoutConfig layout{layout_of(m.sbp), m.range, 0};
       for (size_t a = 0; a < m.sbp.size(); ++a)
         if (m.sbp[a].written) layout.written |= 1u << a;
       if (m.roles & frontend::kRoleParam) spec.memory[t].value = layout;

@@ -122,6 +122,22 @@ TEST(ProfileDatabase, RoundTripsThroughToml) {
   EXPECT_EQ(back->to_toml(), db.to_toml());
 }
 
+TEST(ProfileDatabase, AnUnknownCollectiveListsTheKnownOnes) {
+  SourceManager sources;
+  sources.add("p.toml",
+              "version = 1\ngpu = \"g\"\n[[collective]]\nkind = \"allreduce\"\ngroup_size = 8\nbytes = 1\n"
+              "seconds = 1\n");
+  DiagnosticEngine diags(sources);
+  EXPECT_FALSE(ProfileDatabase::load(sources, diags, "p.toml"));
+  ASSERT_EQ(diags.diagnostics().size(), 1u);
+  const Diagnostic& d = diags.diagnostics()[0];
+  EXPECT_EQ(d.kind.name, "config-bad-value");
+  EXPECT_EQ(diags.location(d.range), "p.toml:4:8");
+  ASSERT_EQ(d.notes.size(), 1u);
+  EXPECT_EQ(d.notes[0].message,
+            "the collectives are all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce and send_recv");
+}
+
 TEST(ProfileDatabase, ReportsSchemaErrorsAtTheirLine) {
   SourceManager sources;
   sources.add("p.toml",
