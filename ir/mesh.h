@@ -83,9 +83,12 @@ struct DeviceSet {
 
 // nd-SBP: how a device's local value relates to the logical tensor along one
 // mesh axis. B: every device holds all of it; S(d): split along dim d; P:
-// partial, the logical value is the sum (or max) over the axis.
+// partial, the logical value is the sum (or max) over the axis. S(flat):
+// the block the other axes leave is flattened, zero-padded to a multiple of
+// the axis size and split in equal chunks, as a distributed optimizer's
+// flat buffers are (any axis size divides it); at most one axis per layout.
 struct Sbp {
-  enum Kind : uint8_t { Broadcast, Split, PartialSum, PartialMax };
+  enum Kind : uint8_t { Broadcast, Split, PartialSum, PartialMax, Flat };
   Kind kind = Broadcast;
   uint8_t dim = 0;  // for Split
   friend bool operator==(const Sbp&, const Sbp&) = default;
@@ -95,5 +98,15 @@ struct Sbp {
 // compiler builds layouts for every op it lowers, and a heap vector each
 // time was a large share of lowering.
 using Layout = boost::container::static_vector<Sbp, kMaxMeshAxes>;
+
+// Elements of each of `parts` S(flat) chunks of `numel` elements.
+inline int64_t flat_chunk(int64_t numel, int64_t parts) { return parts < 1 ? numel : (numel + parts - 1) / parts; }
+
+// The mesh axis a layout flattens over, or -1.
+inline int flat_axis(const Layout& layout) {
+  for (size_t a = 0; a < layout.size(); ++a)
+    if (layout[a].kind == Sbp::Flat) return static_cast<int>(a);
+  return -1;
+}
 
 }  // namespace dstc::ir

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -123,6 +124,25 @@ bool Module::contains(DeviceSetId id, Rank r) const {
     return true;
   }
   return std::find(s.ranks.begin(), s.ranks.end(), r) != s.ranks.end();
+}
+
+int32_t Module::axis_extent(DeviceSetId id, int axis) const {
+  const DeviceSet& set = device_sets_[id].set;
+  if (set.is_slice()) return set.ranges[static_cast<size_t>(axis)].size();
+  int32_t lo = std::numeric_limits<int32_t>::max(), hi = -1;
+  for (Rank r : device_sets_[id].members) {
+    lo = std::min(lo, mesh_.coord(r, axis));
+    hi = std::max(hi, mesh_.coord(r, axis));
+  }
+  return hi < 0 ? 1 : hi - lo + 1;
+}
+
+std::vector<int64_t> Module::logical_dims(DeviceSetId set, const Layout& layout, const TensorType& type) const {
+  std::vector<int64_t> dims(type.dims.begin(), type.dims.begin() + type.rank);
+  for (size_t a = 0; a < layout.size() && static_cast<int>(a) < mesh_.axis_count(); ++a)
+    if (layout[a].kind == Sbp::Split && layout[a].dim < dims.size())
+      dims[layout[a].dim] *= axis_extent(set, static_cast<int>(a));
+  return dims;
 }
 
 bool Module::includes(DeviceSetId outer, DeviceSetId inner) const {
@@ -251,6 +271,21 @@ const std::vector<TypeId>& Builder::infer_results(const OpSpec& spec, const Op& 
   return cached->second;
 }
 
+TypeId Builder::flat_logical_type(const OpSpec& spec, TypeId result) {
+  if (spec.operands.empty()) return kNone;  // recv: the caller sets it (the verifier checks)
+  const Value& in = function_.values[spec.operands[0]];
+  TensorType logical = module_.type(result);
+  std::vector<int64_t> dims;
+  if (in.logical != kNone) {
+    const TensorType& t = module_.type(in.logical);
+    dims.assign(t.dims.begin(), t.dims.begin() + t.rank);
+  } else {
+    ir::Layout layout = in.layout != kNoLayout ? module_.layout(in.layout) : Layout{};
+    dims = module_.logical_dims(in.devices, layout, module_.type(in.type));
+  }
+  return module_.intern_type(TensorType(logical.dtype, dims));
+}
+
 OpId Builder::append(const OpSpec& spec) {
   const OpInfo& info = op_info(spec.kind);
   Function& f = function_;
@@ -304,6 +339,7 @@ OpId Builder::append(const OpSpec& spec) {
     v.layout = i < spec.result_layouts.size() ? spec.result_layouts[i] : kNoLayout;
     v.name = i < spec.result_names.size() ? spec.result_names[i] : 0;
     v.def = op_id;
+    if (v.layout != kNoLayout && flat_axis(module_.layout(v.layout)) >= 0) v.logical = flat_logical_type(spec, v.type);
     f.values.push_back(v);
   }
   f.ops.push_back(op);

@@ -46,6 +46,9 @@ struct Value {
   LayoutId layout = kNoLayout;
   StrId name = 0;    // 0: printed as %<id>
   OpId def = kNone;  // kNone: a function argument
+  // A value whose layout has an S(flat) axis: the logical tensor's type (its
+  // local type, a flat chunk, no longer says); kNone otherwise.
+  TypeId logical = kNone;
 };
 
 // .dstrat source location an op was lowered from.
@@ -208,6 +211,11 @@ class Module {
   bool contains(DeviceSetId id, Rank r) const;
   // Every member of `inner` is a member of `outer`.
   bool includes(DeviceSetId outer, DeviceSetId inner) const;
+  // How many coordinates of mesh axis `axis` the set spans.
+  int32_t axis_extent(DeviceSetId id, int axis) const;
+  // The logical dims of a value of local `type` laid out `layout` on `set`
+  // (split dims times the axes that split them; not for S(flat) layouts).
+  std::vector<int64_t> logical_dims(DeviceSetId set, const Layout& layout, const TensorType& type) const;
   size_t device_set_count() const { return device_sets_.size(); }
 
   // A layout has one entry per mesh axis.
@@ -276,6 +284,11 @@ class Builder {
   // Convenience for single-result ops.
   ValueId append_value(const OpSpec& spec) { return function_.ops[append(spec)].first_result; }
   void set_returns(std::span<const ValueId> values) { function_.returns.assign(values.begin(), values.end()); }
+  // An argument laid out S(flat) needs its logical type; an op's flat
+  // result takes its operand's.
+  void set_logical_type(ValueId v, const TensorType& logical) {
+    function_.values[v].logical = module_.intern_type(logical);
+  }
 
   Module& module() { return module_; }
   Function& function() { return function_; }
@@ -285,6 +298,9 @@ class Builder {
   // types and attributes (interned), what the shape rule reads.
   // The registry's shape rule for `op`'s results, interned, cached by Function::append_inference_key.
   const std::vector<TypeId>& infer_results(const OpSpec& spec, const Op& op);
+  // The logical type of an S(flat) result of dtype `result`'s: its first
+  // operand's logical shape; kNone without operands.
+  TypeId flat_logical_type(const OpSpec& spec, TypeId result);
 
   Module& module_;
   Function& function_;

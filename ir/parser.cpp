@@ -489,10 +489,15 @@ class Parser {
       } else if (is_word("S")) {
         advance();
         int32_t dim = 0;
-        if (!expect(Tok::LParen, "'('") || !parse_small_int(dim, "a split dimension", 0, kMaxRank - 1) ||
-            !expect(Tok::RParen, "')'"))
-          return false;
-        sbp = {Sbp::Split, static_cast<uint8_t>(dim)};
+        if (!expect(Tok::LParen, "'('")) return false;
+        if (is_word("flat")) {
+          advance();
+          sbp = {Sbp::Flat, 0};
+        } else {
+          if (!parse_small_int(dim, "a split dimension", 0, kMaxRank - 1)) return false;
+          sbp = {Sbp::Split, static_cast<uint8_t>(dim)};
+        }
+        if (!expect(Tok::RParen, "')'")) return false;
       } else if (is_word("P")) {
         advance();
         if (!expect(Tok::LParen, "'('")) return false;
@@ -505,7 +510,7 @@ class Parser {
         advance();
         if (!expect(Tok::RParen, "')'")) return false;
       } else {
-        return expected("B, S(dim), P(sum) or P(max)");
+        return expected("B, S(dim), S(flat), P(sum) or P(max)");
       }
       if (tok_.kind == Tok::Comma)
         advance();
@@ -602,6 +607,11 @@ class Parser {
     if (!expect_word("on") || !parse_devices(devices) || !expect(Tok::Colon, "':' and the type") || !parse_type(type))
       return false;
     if (is_word("sbp") && !parse_layout(layout)) return false;
+    TypeId logical = kNone;
+    if (is_word("of")) {
+      advance();
+      if (!parse_type(logical)) return false;
+    }
     InputData data;
     if (tok_.kind == Tok::LBrace) {
       if (kind != ArgKind::Input)
@@ -613,6 +623,7 @@ class Parser {
     auto next = static_cast<ValueId>(function_->values.size());
     ValueId id = builder.add_arg(number_name(name.text) == next ? std::string_view() : name.text, kind,
                                  module_.type(type), devices, layout, data);
+    if (logical != kNone) builder.set_logical_type(id, module_.type(logical));
     function_->value_ranges.resize(function_->values.size());
     function_->value_ranges[id] = range(name);
     return define(name.text, name, id);
@@ -943,6 +954,7 @@ class Parser {
 
     types_.clear();
     layouts_.clear();
+    logicals_.clear();
     if (!results.empty()) {
       if (!expect(Tok::Colon, "':' and the result types")) return false;
       while (true) {
@@ -950,8 +962,14 @@ class Parser {
         LayoutId layout = kNoLayout;
         if (!parse_type(t)) return false;
         if (is_word("sbp") && !parse_layout(layout)) return false;
+        TypeId logical = kNone;
+        if (is_word("of")) {
+          advance();
+          if (!parse_type(logical)) return false;
+        }
         types_.push_back(t);
         layouts_.push_back(layout);
+        logicals_.push_back(logical);
         if (tok_.kind != Tok::Comma) break;
         advance();
       }
@@ -997,6 +1015,7 @@ class Parser {
     for (size_t i = 0; i < results.size(); ++i) {
       ValueId v = function_->ops[op].first_result + static_cast<ValueId>(i);
       function_->value_ranges[v] = range(results[i]);
+      if (i < logicals_.size() && logicals_[i] != kNone) function_->values[v].logical = logicals_[i];
       if (!define(results[i].text, results[i], v)) return false;
     }
     return true;
@@ -1036,6 +1055,7 @@ class Parser {
   std::unordered_map<std::string_view, DeviceSetId> device_sets_;  // by their text
   std::vector<TypeId> types_;
   std::vector<LayoutId> layouts_;
+  std::vector<TypeId> logicals_;  // a result's logical type (S(flat)), or kNone
   std::vector<StrId> names_scratch_;
 };
 

@@ -56,9 +56,17 @@ void append_layout(std::string& out, const Module& m, LayoutId id) {
       case Sbp::Split: fmt::format_to(std::back_inserter(out), "S({})", layout[a].dim); break;
       case Sbp::PartialSum: out += "P(sum)"; break;
       case Sbp::PartialMax: out += "P(max)"; break;
+      case Sbp::Flat: out += "S(flat)"; break;
     }
   }
   out += ')';
+}
+
+// An S(flat) value's logical type: " of f32[5, 4]".
+void append_logical(std::string& out, const Module& m, const Value& v) {
+  if (v.logical == kNone) return;
+  out += " of ";
+  append_type(out, m.type(v.logical));
 }
 
 void append_devices(std::string& out, const Module& m, DeviceSetId id) {
@@ -256,6 +264,7 @@ void append_op(std::string& out, const Module& m, const Function& f, const Op& o
       out += ' ';
       append_layout(out, m, v.layout);
     }
+    append_logical(out, m, v);
   }
 }
 
@@ -359,6 +368,7 @@ void print_module(const Module& module, std::string& out) {
         out += ' ';
         append_layout(out, module, v.layout);
       }
+      append_logical(out, module, v);
       append_input_data(out, module, f, arg);
       out += '\n';
     }

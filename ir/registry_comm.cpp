@@ -44,16 +44,34 @@ bool require_root(const OpContext& ctx, std::string& error) {
   return true;
 }
 
+// flat = true: the operand's chunks, concatenated, hold the result's
+// elements in order and then padding (S(flat) -> B boxing).
 bool all_gather_shape(const OpContext& ctx, Types& out, std::string& error) {
   TensorType r = ctx.operands[0];
+  if (ctx.attrs.boolean("flat")) {
+    std::span<const int64_t> shape = ctx.attrs.ints("shape");
+    TensorType whole(r.dtype, shape);
+    if (r.rank != 1 || flat_chunk(whole.numel(), ctx.group_size) != r.dims[0])
+      return fail(error, "a flat all_gather of {} chunks into {} reads chunks of {}, not {}", ctx.group_size,
+                  str(whole), flat_chunk(whole.numel(), ctx.group_size), str(r));
+    out.push_back(whole);
+    return true;
+  }
   if (!regroup_dim(ctx, "dim", true, r, error)) return false;
   out.push_back(r);
   return true;
 }
 
+// flat = true: the sum, flattened and zero-padded, in equal chunks
+// (P -> S(flat) boxing).
 bool reduce_scatter_shape(const OpContext& ctx, Types& out, std::string& error) {
   TensorType r = ctx.operands[0];
-  if (!require_reduction(ctx.attrs.string("op"), error) || !regroup_dim(ctx, "dim", false, r, error)) return false;
+  if (!require_reduction(ctx.attrs.string("op"), error)) return false;
+  if (ctx.attrs.boolean("flat")) {
+    out.push_back(TensorType(r.dtype, {flat_chunk(r.numel(), ctx.group_size)}));
+    return true;
+  }
+  if (!regroup_dim(ctx, "dim", false, r, error)) return false;
   out.push_back(r);
   return true;
 }
@@ -113,13 +131,14 @@ void add_communication_ops(std::vector<OpInfo>& t) {
       },
       kColl));
   t.push_back(make_op(
-      OpKind::AllGather, 1, 1, 1, {int_attr("dim", 0)}, all_gather_shape,
+      OpKind::AllGather, 1, 1, 1, {int_attr("dim", 0), bool_attr("flat", false), list_attr("shape")}, all_gather_shape,
       [](const OpContext& c, Results) {
         return OpCost{0, static_cast<double>(c.group_size - 1) * local_bytes(c)};
       },
       kColl));
   t.push_back(make_op(
-      OpKind::ReduceScatter, 1, 1, 1, {int_attr("dim", 0), string_attr("op", "sum")}, reduce_scatter_shape,
+      OpKind::ReduceScatter, 1, 1, 1, {int_attr("dim", 0), string_attr("op", "sum"), bool_attr("flat", false)},
+      reduce_scatter_shape,
       [](const OpContext& c, Results) {
         return OpCost{ring_share(c) * static_cast<double>(c.operands[0].numel()), ring_share(c) * local_bytes(c)};
       },

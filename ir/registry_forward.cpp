@@ -346,8 +346,16 @@ bool slice_shape(const OpContext& ctx, Types& out, std::string& error) {
 
 // This device's chunk of `parts` along `dim`, picked by its coordinate on
 // mesh axis `axis` (B -> S boxing).
+// flat = true: this device's chunk of the flattened, zero-padded tensor
+// (B -> S(flat) boxing).
 bool shard_shape(const OpContext& ctx, Types& out, std::string& error) {
   TensorType r = ctx.operands[0];
+  if (ctx.attrs.boolean("flat")) {
+    int64_t parts = ctx.attrs.integer("parts");
+    if (parts < 1) return fail(error, "shard into {} parts", parts);
+    out.push_back(TensorType(r.dtype, {flat_chunk(r.numel(), parts)}));
+    return true;
+  }
   int64_t dim = ctx.attrs.integer("dim");
   if (!normalize_dim(dim, r.rank, error)) return false;
   int64_t parts = ctx.attrs.integer("parts");
@@ -594,7 +602,8 @@ void add_forward_ops(std::vector<OpInfo>& t) {
                       fill_shape, no_flops));
   t.push_back(
       make_op(OpKind::Shard, 1, 1, 1,
-              {required("dim", AttrType::Int), required("parts", AttrType::Int), required("axis", AttrType::Int)},
+              {int_attr("dim", 0), required("parts", AttrType::Int), required("axis", AttrType::Int),
+               bool_attr("flat", false)},
               shard_shape, no_flops));
   t.push_back(
       make_op(OpKind::Unshard, 1, 1, 1,

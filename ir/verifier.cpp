@@ -47,6 +47,26 @@ class Verifier {
     return diags_.error(kind, f.op_range(op), fmt::format("in @{}: {}: {}", f.name, op_label(m_, f, op), message));
   }
 
+  // A flat chunk: one dim, the logical block over the flattening axis's
+  // extent, rounded up.
+  std::string flat_problem(const Value& value, const Layout& layout, const TensorType& t) {
+    if (value.logical == kNone) return "an S(flat) value needs its logical type ('of TYPE')";
+    const TensorType& logical = m_.type(value.logical);
+    int64_t block = 1;
+    for (size_t d = 0; d < logical.rank; ++d) block *= logical.dims[d];
+    for (size_t a = 0; a < layout.size(); ++a) {
+      if (layout[a].kind != Sbp::Split) continue;
+      if (layout[a].dim >= logical.rank)
+        return fmt::format("layout splits dimension {} of the logical {}", layout[a].dim, to_string(logical));
+      block /= m_.axis_extent(value.devices, static_cast<int>(a));
+    }
+    const int64_t parts = m_.axis_extent(value.devices, flat_axis(layout));
+    const int64_t chunk = flat_chunk(block, parts);
+    if (t.rank != 1 || t.dims[0] != chunk)
+      return fmt::format("a {}-way flat chunk of {} elements holds {}, not {}", parts, block, chunk, to_string(t));
+    return {};
+  }
+
   void check_layout(const Function& f, ValueId v, OpId op) {
     const Value& value = f.values[v];
     if (value.layout == kNoLayout) return;
@@ -56,11 +76,15 @@ class Verifier {
     if (layout.size() != static_cast<size_t>(m_.mesh().axis_count())) {
       problem = fmt::format("layout has {} entries for a mesh of {} axes", layout.size(), m_.mesh().axis_count());
     } else {
+      int flat_axes = 0;
       for (size_t a = 0; a < layout.size(); ++a) {
-        if (layout[a].kind == Sbp::Split && layout[a].dim >= t.rank)
+        flat_axes += layout[a].kind == Sbp::Flat;
+        if (layout[a].kind == Sbp::Split && layout[a].dim >= t.rank && flat_axis(layout) < 0)
           problem = fmt::format("layout {} splits dimension {} of {}, which has rank {}",
                                 print_layout(m_, value.layout), layout[a].dim, to_string(t), t.rank);
       }
+      if (flat_axes > 1) problem = fmt::format("layout {} flattens over more than one axis", print_layout(m_, value.layout));
+      if (problem.empty() && flat_axes == 1) problem = flat_problem(value, layout, t);
     }
     if (problem.empty()) return;
     SourceRange where = f.value_range(v);

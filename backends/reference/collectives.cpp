@@ -41,12 +41,22 @@ std::string run_collective(const ir::Module& module, const ir::Function& f, cons
       return {};
     }
     case ir::OpKind::AllGather:
-      for (HostTensor& out : outputs) kernels::concat(inputs, normalized(attrs.integer("dim"), rank), out);
+      for (HostTensor& out : outputs) {
+        if (attrs.boolean("flat"))
+          kernels::flat_concat(inputs, out);
+        else
+          kernels::concat(inputs, normalized(attrs.integer("dim"), rank), out);
+      }
       return {};
     case ir::OpKind::ReduceScatter: {
       HostTensor r = reduce_all(inputs, attrs.string("op") == "max");
-      for (int64_t k = 0; k < p; ++k)
-        kernels::shard(r, normalized(attrs.integer("dim"), rank), p, k, outputs[static_cast<size_t>(k)]);
+      for (int64_t k = 0; k < p; ++k) {
+        HostTensor& out = outputs[static_cast<size_t>(k)];
+        if (attrs.boolean("flat"))
+          kernels::flat_shard(r, k, out);
+        else
+          kernels::shard(r, normalized(attrs.integer("dim"), rank), p, k, out);
+      }
       return {};
     }
     case ir::OpKind::AllToAll: {

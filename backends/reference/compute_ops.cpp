@@ -132,8 +132,11 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
     case OpKind::Fill: kernels::fill(attrs.real("value"), y); return {};
     case OpKind::Cast: kernels::cast(x(0), y); return {};
     case OpKind::Shard:
-      kernels::shard(x(0), normalized(attrs.integer("dim"), x(0).rank()), attrs.integer("parts"),
-                     axis_coord(ctx, attrs), y);
+      if (attrs.boolean("flat"))
+        kernels::flat_shard(x(0), axis_coord(ctx, attrs), y);
+      else
+        kernels::shard(x(0), normalized(attrs.integer("dim"), x(0).rank()), attrs.integer("parts"),
+                       axis_coord(ctx, attrs), y);
       return {};
     case OpKind::Unshard:
       kernels::unshard(x(0), normalized(attrs.integer("dim"), x(0).rank()), axis_coord(ctx, attrs), y);

@@ -13,6 +13,15 @@
 
 namespace dstc::reference {
 
+namespace {
+
+// What place_on_device needs of an S(flat) value beyond its local type.
+std::span<const int64_t> flat_logical_shape(const ir::Module& module, const ir::Value& value) {
+  return value.logical != ir::kNone ? module.type(value.logical).shape() : std::span<const int64_t>{};
+}
+
+}  // namespace
+
 Execution::Execution(const ir::Module& module, const ir::Function& function)
     : module_(&module),
       function_(&function),
@@ -39,14 +48,15 @@ GatheredTensor Execution::logical(ir::ValueId v) const {
   std::vector<const HostTensor*> parts;
   for (const HostTensor& t : locals_[v]) parts.push_back(&t);
   ir::Layout layout = value.layout != ir::kNoLayout ? module_->layout(value.layout) : ir::Layout{};
-  return gather_logical(*module_, value.devices, layout, parts);
+  return gather_logical(*module_, value.devices, layout, parts, flat_logical_shape(*module_, value));
 }
 
 std::vector<int64_t> logical_shape(const ir::Module& module, const ir::Function& f, ir::ValueId v) {
   const ir::Value& value = f.values[v];
   const ir::TensorType& type = module.type(value.type);
   ir::Layout layout = value.layout != ir::kNoLayout ? module.layout(value.layout) : ir::Layout{};
-  return place_on_device(module, value.devices, layout, type.shape(), module.members(value.devices).front())
+  return place_on_device(module, value.devices, layout, type.shape(), module.members(value.devices).front(),
+                         flat_logical_shape(module, value))
       .logical_shape;
 }
 
@@ -98,7 +108,7 @@ class ExecutorRun {
     std::span<const ir::Rank> members = m_.members(value.devices);
     e_.locals_[arg.value].clear();
     for (ir::Rank r : members) {
-      DevicePlacement where = place_on_device(m_, value.devices, layout, type.shape(), r);
+      DevicePlacement where = place_on_device(m_, value.devices, layout, type.shape(), r, flat_logical_shape(m_, value));
       e_.locals_[arg.value].push_back(local_part(*logical, where, type.shape()));
       e_.locals_[arg.value].back().dtype = type.dtype;
     }

@@ -59,6 +59,10 @@ void cast(const HostTensor& x, HostTensor& out);
 // Chunk `index` of `parts` along dim (shard), and its inverse placement.
 void shard(const HostTensor& x, int dim, int64_t parts, int64_t index, HostTensor& out);
 void unshard(const HostTensor& x, int dim, int64_t index, HostTensor& out);
+// S(flat): chunk `index` of x's elements in order, zero past the end; and
+// the elements of `out` from consecutive chunks, padding dropped.
+void flat_shard(const HostTensor& x, int64_t index, HostTensor& out);
+void flat_concat(std::span<const HostTensor* const> chunks, HostTensor& out);
 
 // --- backward compute ---
 // Its gradient: v is the forward's input or output, as op.grad_reads says.

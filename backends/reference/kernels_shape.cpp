@@ -124,4 +124,16 @@ void shard(const HostTensor& x, int dim, int64_t parts, int64_t index, HostTenso
 
 void unshard(const HostTensor& x, int dim, int64_t index, HostTensor& out) { place(x, dim, index * x.dim(dim), out); }
 
+void flat_shard(const HostTensor& x, int64_t index, HostTensor& out) {
+  const size_t begin = static_cast<size_t>(index) * out.data.size();
+  for (size_t i = 0; i < out.data.size(); ++i) out.data[i] = begin + i < x.data.size() ? x.data[begin + i] : 0;
+}
+
+void flat_concat(std::span<const HostTensor* const> chunks, HostTensor& out) {
+  for (size_t i = 0; i < out.data.size(); ++i) {
+    const HostTensor& chunk = *chunks[i / chunks[0]->data.size()];
+    out.data[i] = chunk.data[i % chunk.data.size()];
+  }
+}
+
 }  // namespace dstc::reference::kernels

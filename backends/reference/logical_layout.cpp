@@ -10,9 +10,30 @@ namespace dstc::reference {
 
 namespace {
 
+// Visits the elements of a flat chunk that are not padding.
+template <typename F>
+void for_each_chunk_element(std::span<const int64_t> local_shape, const DevicePlacement& where, F f) {
+  const std::vector<int64_t> logical_strides = strides_of(where.logical_shape);
+  const int64_t chunk = numel_of(local_shape), block = numel_of(where.block_shape);
+  for (int64_t i = 0; i < chunk; ++i) {
+    int64_t b = where.flat_index * chunk + i;
+    if (b >= block) return;
+    int64_t logical = 0;
+    for (size_t d = where.block_shape.size(); d-- > 0;) {
+      logical += (where.offset[d] + b % where.block_shape[d]) * logical_strides[d];
+      b /= where.block_shape[d];
+    }
+    f(static_cast<size_t>(i), static_cast<size_t>(logical));
+  }
+}
+
 // Visits the local block: f(local flat index, logical flat index).
 template <typename F>
 void for_each_block_element(std::span<const int64_t> local_shape, const DevicePlacement& where, F f) {
+  if (where.flat_index >= 0) {
+    for_each_chunk_element(local_shape, where, f);
+    return;
+  }
   const size_t rank = local_shape.size();
   std::vector<int64_t> logical_strides = strides_of(where.logical_shape), idx(rank, 0);
   int64_t logical = 0;
@@ -48,11 +69,15 @@ AxisSpan axis_span(const ir::Module& module, ir::DeviceSetId set, int axis) {
 }
 
 DevicePlacement place_on_device(const ir::Module& module, ir::DeviceSetId set, const ir::Layout& layout,
-                                std::span<const int64_t> local_shape, ir::Rank rank) {
+                                std::span<const int64_t> local_shape, ir::Rank rank,
+                                std::span<const int64_t> flat_logical_shape) {
+  const int flat = ir::flat_axis(layout);
+  std::vector<int64_t> block(local_shape.begin(), local_shape.end());
+  if (flat >= 0) block.assign(flat_logical_shape.begin(), flat_logical_shape.end());
   DevicePlacement p;
-  p.logical_shape.assign(local_shape.begin(), local_shape.end());
-  p.offset.assign(local_shape.size(), 0);
-  std::vector<int64_t> chunk(local_shape.size(), 0), chunks(local_shape.size(), 1);
+  p.logical_shape = block;
+  p.offset.assign(block.size(), 0);
+  std::vector<int64_t> chunk(block.size(), 0), chunks(block.size(), 1);
   for (int a = 0; a < static_cast<int>(layout.size()) && a < module.mesh().axis_count(); ++a) {
     AxisSpan span = axis_span(module, set, a);
     if (span.extent <= 1) continue;
@@ -72,7 +97,18 @@ DevicePlacement place_on_device(const ir::Module& module, ir::DeviceSetId set, c
         (s.kind == ir::Sbp::PartialSum ? p.sum_axes : p.max_axes) |= 1u << a;
         p.first_on_partial &= coord == 0;
         break;
+      case ir::Sbp::Flat: p.flat_index = coord; break;
     }
+  }
+  if (flat >= 0) {
+    // The logical shape is given; the block is what the splits leave.
+    for (size_t d = 0; d < block.size(); ++d) {
+      block[d] /= chunks[d];
+      p.offset[d] = block[d] * chunk[d];
+    }
+    p.block_shape = std::move(block);
+    if (p.flat_index < 0) p.flat_index = 0;  // the set spans one coordinate: one chunk
+    return p;
   }
   for (size_t d = 0; d < local_shape.size(); ++d) {
     p.logical_shape[d] = local_shape[d] * chunks[d];
@@ -89,12 +125,13 @@ HostTensor local_part(const HostTensor& logical, const DevicePlacement& where, s
 }
 
 GatheredTensor gather_logical(const ir::Module& module, ir::DeviceSetId set, const ir::Layout& layout,
-                              std::span<const HostTensor* const> locals) {
+                              std::span<const HostTensor* const> locals,
+                              std::span<const int64_t> flat_logical_shape) {
   std::span<const ir::Rank> members = module.members(set);
   GatheredTensor out;
   std::vector<DevicePlacement> places;
   for (size_t m = 0; m < members.size(); ++m)
-    places.push_back(place_on_device(module, set, layout, locals[m]->shape, members[m]));
+    places.push_back(place_on_device(module, set, layout, locals[m]->shape, members[m], flat_logical_shape));
   const DevicePlacement& first = places.front();
   out.logical = HostTensor(locals.front()->dtype, first.logical_shape);
   if (first.max_axes != 0)
@@ -112,7 +149,8 @@ GatheredTensor gather_logical(const ir::Module& module, ir::DeviceSetId set, con
   for (size_t m = 0; m < members.size(); ++m) {
     if (places[m].first_replica) continue;
     for (size_t k = 0; k < members.size(); ++k) {
-      if (!places[k].first_replica || places[k].offset != places[m].offset) continue;
+      if (!places[k].first_replica || places[k].offset != places[m].offset ||
+          places[k].flat_index != places[m].flat_index) continue;
       if (places[k].first_on_partial != places[m].first_on_partial) continue;
       bool same_partial_coords = true;
       for (int a = 0; a < module.mesh().axis_count(); ++a)
@@ -139,6 +177,7 @@ std::string layout_text(const ir::Mesh& mesh, const ir::Layout& layout) {
     std::string sbp = s.kind == ir::Sbp::Broadcast    ? "B"
                       : s.kind == ir::Sbp::Split      ? fmt::format("S({})", s.dim)
                       : s.kind == ir::Sbp::PartialSum ? "P(sum)"
+                      : s.kind == ir::Sbp::Flat       ? "S(flat)"
                                                       : "P(max)";
     text += fmt::format("{}{}={}", a ? ", " : "", mesh.axes()[a].name, sbp);
   }

@@ -733,7 +733,20 @@ class StrategyElaborator {
       seen[static_cast<size_t>(axis)] = true;
       Sbp& s = out[static_cast<size_t>(axis)];
       s.written = true;
-      if (a.kind == "S" && a.has_arg) {
+      if (a.kind == "S" && a.has_arg && a.arg == "flat" && !a.arg_is_int) {
+        // Flat buffers hold stored state; an op computes on whole dims.
+        if (!memory) {
+          diags_.error(diag::kBadSbp, a.arg_range,
+                       "S(flat) lays out stored parameters, gradients and optimizer state; a compute config "
+                       "splits a named dim");
+          return std::nullopt;
+        }
+        if (std::any_of(out.begin(), out.end(), [](const Sbp& x) { return x.kind == ir::Sbp::Flat; })) {
+          diags_.error(diag::kBadSbp, a.arg_range, "only one mesh axis can flatten a tensor");
+          return std::nullopt;
+        }
+        s.kind = ir::Sbp::Flat;
+      } else if (a.kind == "S" && a.has_arg) {
         s.kind = ir::Sbp::Split;
         if (a.arg_is_int) {
           if (!memory || a.arg.size() > 3) {
@@ -757,11 +770,12 @@ class StrategyElaborator {
         s.kind = a.arg == "max" ? ir::Sbp::PartialMax : ir::Sbp::PartialSum;
       } else {
         diags_.error(diag::kBadSbp, a.kind_range,
-                     fmt::format("an SBP is S(dim), B, P, P(sum) or P(max), not {}{}", a.kind,
+                     fmt::format("an SBP is S(dim), S(flat), B, P, P(sum) or P(max), not {}{}", a.kind,
                                  a.has_arg ? "(" + a.arg + ")" : ""));
         return std::nullopt;
       }
-      if (out_.pipeline.present && static_cast<size_t>(axis) == out_.pipeline.axis && s.kind == ir::Sbp::Split) {
+      if (out_.pipeline.present && static_cast<size_t>(axis) == out_.pipeline.axis &&
+          (s.kind == ir::Sbp::Split || s.kind == ir::Sbp::Flat)) {
         diags_.error(diag::kBadSbp, a.axis_range,
                      fmt::format("axis {} carries the pipeline; it cannot also split", a.axis));
         return std::nullopt;

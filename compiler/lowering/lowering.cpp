@@ -186,7 +186,23 @@ ir::TensorType Lowering::local_type(int32_t tensor, const ir::Layout& layout, ir
   if (t.batch_axis >= 0) dims[t.batch_axis] /= resolved.batch_splits;
   for (size_t a = 0; a < layout.size(); ++a)
     if (layout[a].kind == ir::Sbp::Split) dims[layout[a].dim] /= spec.mesh.axes()[a].size;
+  if (int flat = ir::flat_axis(layout); flat >= 0) {
+    int64_t block = 1;
+    for (int64_t d : dims) block *= d;
+    return ir::TensorType(dtype, {ir::flat_chunk(block, spec.mesh.axes()[flat].size)});
+  }
   return ir::TensorType(dtype, dims);
+}
+
+ir::ValueId Lowering::add_stored_arg(std::string_view name, ir::ArgKind kind, int32_t t, const ir::Layout& layout,
+                                     ir::DType dtype, ir::DeviceSetId devices) {
+  ir::ValueId v = builder().add_arg(name, kind, local_type(t, layout, dtype), devices, module_.intern_layout(layout));
+  if (ir::flat_axis(layout) >= 0) {
+    std::vector<int64_t> dims;
+    for (const Dim& d : graph.tensors[t].dims) dims.push_back(d.size);
+    builder().set_logical_type(v, ir::TensorType(dtype, dims));
+  }
+  return v;
 }
 
 ir::DType Lowering::compute_dtype(int32_t tensor) const {
@@ -249,6 +265,14 @@ ir::ValueId Lowering::append(const Emit& at, ir::OpKind kind, std::initializer_l
   return function_->ops[id].first_result;
 }
 
+std::vector<int64_t> Lowering::block_dims(ir::ValueId flat, const ir::Layout& layout) const {
+  const ir::TensorType& logical = module_.type(function_->values[flat].logical);
+  std::vector<int64_t> dims(logical.shape().begin(), logical.shape().end());
+  for (size_t a = 0; a < layout.size(); ++a)
+    if (layout[a].kind == ir::Sbp::Split) dims[layout[a].dim] /= spec.mesh.axes()[a].size;
+  return dims;
+}
+
 ir::ValueId Lowering::box(const Emit& at, ir::ValueId value, const ir::Layout& from, const ir::Layout& to, bool reuse) {
   if (from == to) return value;
   bool cacheable = reuse && function_->values[value].def != ir::kNone;  // parameters are re-gathered at each use
@@ -264,18 +288,28 @@ ir::ValueId Lowering::box(const Emit& at, ir::ValueId value, const ir::Layout& f
     ir::OpSpec op;
     op.kind = step.op;
     std::vector<ir::AttrValue> attrs;
+    std::vector<int64_t> block;
     switch (step.op) {
       case ir::OpKind::AllGather:
         next[step.axis] = kBroadcast;
-        attrs.push_back(ir::AttrValue::integer("dim", step.from_dim));
+        if (step.flat) {
+          block = block_dims(v, next);
+          attrs.push_back(ir::AttrValue::boolean("flat", true));
+          attrs.push_back(ir::AttrValue::ints("shape", block));
+        } else {
+          attrs.push_back(ir::AttrValue::integer("dim", step.from_dim));
+        }
         break;
       case ir::OpKind::AllReduce:
         next[step.axis] = kBroadcast;
         if (current[step.axis].kind == ir::Sbp::PartialMax) attrs.push_back(ir::AttrValue::string("op", "max"));
         break;
       case ir::OpKind::ReduceScatter:
-        next[step.axis] = split(step.to_dim);
-        attrs.push_back(ir::AttrValue::integer("dim", step.to_dim));
+        next[step.axis] = step.flat ? ir::Sbp{ir::Sbp::Flat, 0} : split(step.to_dim);
+        if (step.flat)
+          attrs.push_back(ir::AttrValue::boolean("flat", true));
+        else
+          attrs.push_back(ir::AttrValue::integer("dim", step.to_dim));
         if (current[step.axis].kind == ir::Sbp::PartialMax) attrs.push_back(ir::AttrValue::string("op", "max"));
         break;
       case ir::OpKind::AllToAll:
@@ -284,8 +318,11 @@ ir::ValueId Lowering::box(const Emit& at, ir::ValueId value, const ir::Layout& f
         attrs.push_back(ir::AttrValue::integer("concat_dim", step.from_dim));
         break;
       case ir::OpKind::Shard:
-        next[step.axis] = split(step.to_dim);
-        attrs.push_back(ir::AttrValue::integer("dim", step.to_dim));
+        next[step.axis] = step.flat ? ir::Sbp{ir::Sbp::Flat, 0} : split(step.to_dim);
+        if (step.flat)
+          attrs.push_back(ir::AttrValue::boolean("flat", true));
+        else
+          attrs.push_back(ir::AttrValue::integer("dim", step.to_dim));
         attrs.push_back(ir::AttrValue::integer("parts", spec.mesh.axes()[step.axis].size));
         attrs.push_back(ir::AttrValue::integer("axis", step.axis));
         break;

@@ -50,6 +50,11 @@ class Lowering {
   const ir::Layout& output_layout(int32_t op) const { return output_layouts_[op]; }
   ir::Layout dual_layout(const ir::Layout& layout) const;
   ir::TensorType local_type(int32_t tensor, const ir::Layout& layout, ir::DType dtype) const;
+  // A parameter's stored value or state, with its logical type when laid out S(flat).
+  ir::ValueId add_stored_arg(std::string_view name, ir::ArgKind kind, int32_t t, const ir::Layout& layout,
+                             ir::DType dtype, ir::DeviceSetId devices);
+  // The block an S(flat) value's chunks come from, once `layout`'s splits apply.
+  std::vector<int64_t> block_dims(ir::ValueId flat, const ir::Layout& layout) const;
   ir::DType compute_dtype(int32_t tensor) const;
 
   ir::ValueId append(const Emit& at, ir::OpKind kind, std::initializer_list<ir::ValueId> operands,

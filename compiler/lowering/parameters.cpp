@@ -55,19 +55,13 @@ void Lowering::create_parameters() {
     for (ParamCopy& copy : copies) {
       if (!copy.stored) continue;
       std::string name = &copy == &copies.front() ? tensor.name : ir::replica_name(tensor.name, copy.stages.front());
-      ir::Layout layout = param_layout(t);
-      copy.value = builder().add_arg(name, ir::ArgKind::Param, local_type(t, layout, stored), copy.devices,
-                                     module_.intern_layout(layout));
+      copy.value = add_stored_arg(name, ir::ArgKind::Param, t, param_layout(t), stored, copy.devices);
       ir::Layout state = optimizer_layout(t);
-      ir::TensorType type = local_type(t, state, state_dtype);
       if (master)
-        copy.master = builder().add_arg(ir::master_name(name), ir::ArgKind::State, type, copy.devices,
-                                        module_.intern_layout(state));
+        copy.master = add_stored_arg(ir::master_name(name), ir::ArgKind::State, t, state, state_dtype, copy.devices);
       if (!adam) continue;
-      copy.adam_m =
-          builder().add_arg(name + ".adam_m", ir::ArgKind::State, type, copy.devices, module_.intern_layout(state));
-      copy.adam_v =
-          builder().add_arg(name + ".adam_v", ir::ArgKind::State, type, copy.devices, module_.intern_layout(state));
+      copy.adam_m = add_stored_arg(name + ".adam_m", ir::ArgKind::State, t, state, state_dtype, copy.devices);
+      copy.adam_v = add_stored_arg(name + ".adam_v", ir::ArgKind::State, t, state, state_dtype, copy.devices);
     }
     for (ParamCopy& copy : copies) {
       for (int32_t stage : copy.stages) {
@@ -121,7 +115,10 @@ ir::ValueId Lowering::transfer(ir::ValueId v, const Emit& from, int32_t to_stage
   recv.meta = {ir::Stream::Pipeline, phase, static_cast<int16_t>(to_stage), from.micro_batch, loc_of(where)};
   recv.result_types = std::span<const ir::TypeId>(&type, 1);
   recv.result_layouts = std::span<const ir::LayoutId>(&layout, 1);
-  return builder().append_value(recv);
+  ir::TypeId logical = value.logical;
+  ir::ValueId received = builder().append_value(recv);
+  function_->values[received].logical = logical;
+  return received;
 }
 
 int32_t Lowering::first_reader(int32_t t, int32_t stage) {

@@ -37,9 +37,8 @@ void shrink_first(std::vector<AxisTransfer>& plan) {
   }
 }
 
-}  // namespace
-
-std::vector<AxisTransfer> plan_boxing(const ir::Layout& from, const ir::Layout& to) {
+// The plan between layouts without S(flat).
+std::vector<AxisTransfer> plan_blocks(const ir::Layout& from, const ir::Layout& to) {
   std::vector<AxisTransfer> removals, keeps, additions;
   for (int a = 0; a < static_cast<int>(from.size()); ++a) {
     const ir::Sbp f = from[a], t = to[a];
@@ -68,6 +67,46 @@ std::vector<AxisTransfer> plan_boxing(const ir::Layout& from, const ir::Layout& 
   return plan;
 }
 
+}  // namespace
+
+std::vector<AxisTransfer> plan_boxing(const ir::Layout& from, const ir::Layout& to) {
+  if (from == to) return {};
+  const int gather = ir::flat_axis(from), flat = ir::flat_axis(to);
+  ir::Layout block_from = from, block_to = to;
+  if (gather >= 0) block_from[gather] = ir::Sbp{};
+  // A P or B on the axis to flatten stays through the block's plan and
+  // becomes one reduce_scatter or shard.
+  if (flat >= 0) {
+    const ir::Sbp before = block_from[flat];
+    bool partial = before.kind == ir::Sbp::PartialSum || before.kind == ir::Sbp::PartialMax;
+    block_to[flat] = partial ? before : ir::Sbp{};
+  }
+  std::vector<AxisTransfer> middle = plan_blocks(block_from, block_to);
+  const AxisTransfer gather_step{ir::OpKind::AllGather, gather, -1, -1, true};
+  const AxisTransfer flatten_step{block_to[flat < 0 ? 0 : flat].kind == ir::Sbp::Broadcast ? ir::OpKind::Shard
+                                                                                         : ir::OpKind::ReduceScatter,
+                                  flat, -1, -1, true};
+  // All-reduces and partializes act elementwise, on a flat chunk as on the
+  // block: they run between flattening first and gathering last, so they
+  // move the chunk (HSDP's cross-node all-reduce of the shard).
+  bool elementwise = std::all_of(middle.begin(), middle.end(), [](const AxisTransfer& t) {
+    return t.op == ir::OpKind::AllReduce || t.op == ir::OpKind::Partialize;
+  });
+  if (gather >= 0 && gather == flat && elementwise) return middle;
+  std::vector<AxisTransfer> plan;
+  if (elementwise && (gather < 0 || flat < 0)) {
+    if (flat >= 0) plan.push_back(flatten_step);
+    plan.insert(plan.end(), middle.begin(), middle.end());
+    if (gather >= 0) plan.push_back(gather_step);
+    return plan;
+  }
+  // Otherwise the block's steps need the whole block: gather first, flatten last.
+  if (gather >= 0) plan.push_back(gather_step);
+  plan.insert(plan.end(), middle.begin(), middle.end());
+  if (flat >= 0) plan.push_back(flatten_step);
+  return plan;
+}
+
 bool gathers(const ir::Layout& from, const ir::Layout& to) {
   if (from == to) return false;
   std::vector<AxisTransfer> plan = plan_boxing(from, to);
@@ -77,7 +116,7 @@ bool gathers(const ir::Layout& from, const ir::Layout& to) {
 double local_bytes(const ir::Layout& layout, double logical_bytes, const ir::Mesh& mesh) {
   double bytes = logical_bytes;
   for (int a = 0; a < static_cast<int>(layout.size()); ++a)
-    if (layout[a].kind == ir::Sbp::Split) bytes /= mesh.axes()[a].size;
+    if (layout[a].kind == ir::Sbp::Split || layout[a].kind == ir::Sbp::Flat) bytes /= mesh.axes()[a].size;
   return bytes;
 }
 

@@ -23,11 +23,18 @@ namespace dstc::compiler {
 //   shard           B -> S(j): keep this device's chunk (local)
 //   unshard         S(i) -> P: this device's chunk in place, zeros elsewhere (local)
 //   partialize      B -> P: keep on coordinate 0, zeros elsewhere (local)
+// and, on the flattened block (S(flat), flat = true):
+//   all_gather      S(flat) -> B
+//   reduce_scatter  P -> S(flat)
+//   shard           B -> S(flat) (local)
+// A flat chunk is of the block the other axes leave, so a plan first
+// gathers an S(flat) it leaves and flattens last.
 struct AxisTransfer {
   ir::OpKind op;
   int axis = 0;       // mesh axis
   int from_dim = -1;  // all_gather, all_to_all, unshard
   int to_dim = -1;    // reduce_scatter, all_to_all, shard
+  bool flat = false;
 };
 
 std::vector<AxisTransfer> plan_boxing(const ir::Layout& from, const ir::Layout& to);

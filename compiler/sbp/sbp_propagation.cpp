@@ -65,7 +65,7 @@ struct Propagator {
     fixed_axes.assign(g.tensors.size(), 0);
     for (size_t t = 0; t < g.tensors.size(); ++t) {
       if (const TensorLayoutConfig* value = value_config(static_cast<int32_t>(t))) {
-        result.layouts[t] = value->over(result.layouts[t]);
+        result.layouts[t] = without_single_flat(value->over(result.layouts[t]));
         fixed_axes[t] = value->written;
       }
     }
@@ -172,13 +172,20 @@ struct Propagator {
       ir::Layout grad;
       for (int a = 0; a < axes; ++a) grad.push_back(a == options.pipeline_axis ? value[a] : dual(value[a]));
       const ParamMemoryConfig* m = static_cast<size_t>(t) < spec.memory.size() ? &spec.memory[t] : nullptr;
-      result.grad_layouts[t] = m && m->grad ? m->grad->over(grad) : grad;
-      result.optimizer_layouts[t] = m && m->optimizer ? m->optimizer->over(value) : value;
+      result.grad_layouts[t] = without_single_flat(m && m->grad ? m->grad->over(grad) : grad);
+      result.optimizer_layouts[t] = without_single_flat(m && m->optimizer ? m->optimizer->over(value) : value);
       if (!m) continue;
       check_divides(t, "value", m->value, value);
       check_divides(t, "gradient", m->grad, result.grad_layouts[t]);
       check_divides(t, "optimizer state", m->optimizer, result.optimizer_layouts[t]);
     }
+  }
+
+  // One device along the axis holds the whole block: no chunk to flatten.
+  ir::Layout without_single_flat(ir::Layout layout) const {
+    int a = ir::flat_axis(layout);
+    if (a >= 0 && spec.mesh.axes()[a].size == 1) layout[a] = ir::Sbp{};
+    return layout;
   }
 
   // A memory config's split lands on top of the splits the compute configs
@@ -283,7 +290,7 @@ struct Propagator {
       int32_t t = op.inputs[i].tensor;
       if (graph.tensors[t].producer < 0 && fixed_axes[t] != kAllAxes) {
         const TensorLayoutConfig* value = value_config(t);
-        result.layouts[t] = value ? value->over(in_layouts[i]) : in_layouts[i];
+        result.layouts[t] = value ? without_single_flat(value->over(in_layouts[i])) : in_layouts[i];
         fixed_axes[t] = kAllAxes;
       }
     }

@@ -114,6 +114,7 @@ std::string to_string(ir::Sbp s) {
     case ir::Sbp::Split: return fmt::format("S({})", s.dim);
     case ir::Sbp::PartialSum: return "P";
     case ir::Sbp::PartialMax: return "P(max)";
+    case ir::Sbp::Flat: return "S(flat)";
   }
   return "?";
 }
@@ -124,6 +125,7 @@ std::string to_string(const AxisCompute& c) {
     case ir::Sbp::Split: return fmt::format("S({})", c.dim);
     case ir::Sbp::PartialSum: return "P";
     case ir::Sbp::PartialMax: return "P(max)";
+    case ir::Sbp::Flat: return "S(flat)";
   }
   return "?";
 }

@@ -13,10 +13,11 @@ namespace {
 constexpr ir::Sbp B{ir::Sbp::Broadcast, 0};
 constexpr ir::Sbp P{ir::Sbp::PartialSum, 0};
 constexpr ir::Sbp S(uint8_t dim) { return {ir::Sbp::Split, dim}; }
+constexpr ir::Sbp F{ir::Sbp::Flat, 0};
 
 std::string steps(const std::vector<AxisTransfer>& plan) {
   std::string out;
-  for (const AxisTransfer& t : plan) out += fmt::format("{}@{} ", ir::op_name(t.op), t.axis);
+  for (const AxisTransfer& t : plan) out += fmt::format("{}{}@{} ", ir::op_name(t.op), t.flat ? "(flat)" : "", t.axis);
   return out;
 }
 
@@ -73,6 +74,37 @@ TEST(BoxingPlan, EachSingleAxisChangeIsItsCollective) {
   EXPECT_EQ(steps(plan_boxing({S(0)}, {P})), "unshard@0 ");
   EXPECT_EQ(steps(plan_boxing({B}, {P})), "partialize@0 ");
   EXPECT_TRUE(plan_boxing({S(1)}, {S(1)}).empty());
+}
+
+// The distributed optimizer: a tensor-parallel weight's gradient, partial
+// over dp and split over tp, is reduce-scattered into flat chunks of each
+// tp rank's block; the updated chunks are gathered back. tp never moves.
+TEST(BoxingPlan, FlatChunksAreOfTheBlockTheOtherAxesLeave) {
+  ir::Mesh mesh("world", {{"dp", 3}, {"tp", 2}});
+  ir::Layout grad{P, S(1)}, state{F, S(1)}, param{B, S(1)};
+  std::vector<AxisTransfer> scatter = plan_boxing(grad, state);
+  EXPECT_EQ(steps(scatter), "reduce_scatter(flat)@0 ");
+  EXPECT_EQ(steps(plan_boxing(state, param)), "all_gather(flat)@0 ");
+  EXPECT_EQ(steps(plan_boxing(param, state)), "shard(flat)@0 ");
+  const double n = 1200;  // the tp block is 600, its dp chunk 200
+  EXPECT_DOUBLE_EQ(boxing_bytes(scatter, grad, n, mesh), 2.0 / 3 * 600);
+  EXPECT_DOUBLE_EQ(local_bytes(state, n, mesh), 200);
+}
+
+// A step that reshapes the block needs the whole block: the chunks are
+// gathered first and the result flattened last.
+TEST(BoxingPlan, ReshapingTheBlockGathersTheFlatChunksFirst) {
+  EXPECT_EQ(steps(plan_boxing({F, S(0)}, {F, B})), "all_gather(flat)@0 all_gather@1 shard(flat)@0 ");
+  EXPECT_EQ(steps(plan_boxing({S(0), B}, {B, F})), "all_gather@0 shard(flat)@1 ");
+  EXPECT_EQ(steps(plan_boxing({F, B}, {S(1), B})), "all_gather(flat)@0 shard@0 ");
+}
+
+// HSDP with flat shards: reduce-scatter inside the node first, then the
+// cross-node all-reduce moves the chunk, as with dim shards.
+TEST(BoxingPlan, AllReducesRunOnFlatChunks) {
+  EXPECT_EQ(steps(plan_boxing({P, P}, {B, F})), "reduce_scatter(flat)@1 all_reduce@0 ");
+  EXPECT_EQ(steps(plan_boxing({P, F}, {B, F})), "all_reduce@0 ");
+  EXPECT_EQ(steps(plan_boxing({P, F}, {B, B})), "all_reduce@0 all_gather(flat)@1 ");
 }
 
 }  // namespace

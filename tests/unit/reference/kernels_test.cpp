@@ -317,5 +317,30 @@ TEST(LogicalLayout, LaterMeshAxesChunkOutermostAndPartialsSum) {
   EXPECT_GT(gather_logical(m, all, replicated, parts).replica_difference, 0);
 }
 
+// S(flat) over dp of a [3, 4] tensor split over tp on dim 1: each tp block
+// [3, 2] has 6 elements, in dp chunks of 4; the last chunk holds 2 and
+// padding.
+TEST(LogicalLayout, FlatChunksCoverTheBlockInOrderAndPad) {
+  ir::Module m;
+  m.set_mesh(ir::Mesh("world", {{"dp", 2}, {"tp", 2}}));
+  ir::DeviceSetId all = m.intern_devices(ir::DeviceSet::whole(m.mesh()));
+  ir::Layout layout{{ir::Sbp::Flat, 0}, {ir::Sbp::Split, 1}};
+  const std::vector<int64_t> shape{3, 4}, chunk{4};
+  HostTensor logical(ir::DType::F32, shape);
+  for (size_t i = 0; i < 12; ++i) logical.data[i] = static_cast<double>(i + 1);
+  std::vector<HostTensor> locals;
+  for (ir::Rank r : m.members(all))
+    locals.push_back(local_part(logical, place_on_device(m, all, layout, chunk, r, shape), chunk));
+  // Rank 1 is (dp=0, tp=1): block columns 2..3, its first 4 elements.
+  EXPECT_EQ(locals[1].data, (std::vector<double>{3, 4, 7, 8}));
+  // Rank 3 is (dp=1, tp=1): the block's last 2 elements, then padding.
+  EXPECT_EQ(locals[3].data, (std::vector<double>{11, 12, 0, 0}));
+  std::vector<const HostTensor*> parts;
+  for (const HostTensor& t : locals) parts.push_back(&t);
+  GatheredTensor g = gather_logical(m, all, layout, parts, shape);
+  EXPECT_EQ(g.logical.data, logical.data);
+  EXPECT_EQ(g.replica_difference, 0);
+}
+
 }  // namespace
 }  // namespace dstc::reference
