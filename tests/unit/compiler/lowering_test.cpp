@@ -238,6 +238,43 @@ TEST(Lowering, ZeroOneOverDataParallelKeepsTheTensorParallelSplit) {
   }
 }
 
+TEST(Lowering, FlatDistributedOptimizerShardsAnyDataParallelSize) {
+  // `[dp: S(flat)]` with dp 3 on a [dp, tp] mesh where no weight dim divides
+  // by 3: each tp rank's block of every weight is cut into 3 flat chunks,
+  // the last padded; gradients are reduce-scattered into them.
+  const int tp = 2, dp = 3;
+  Gpt gpt = make_gpt(1, 6, 16, 32, 8, 64);
+  StrategySpec spec = megatron(gpt, dp, tp, 6);
+  for (size_t t = 0; t < gpt.graph.tensors.size(); ++t) {
+    if (gpt.graph.tensors[t].kind != TensorKind::Param) continue;
+    TensorLayoutConfig zero1{{ir::Sbp{ir::Sbp::Flat, 0}, kBroadcast}, {}};
+    zero1.written = 1u;  // dp only
+    spec.memory[t].optimizer = zero1;
+  }
+  auto c = compile(gpt.graph, spec);
+  const ir::Module& m = c->result->module;
+  const ir::Function& f = c->f();
+  int checked = 0;
+  for (size_t t = 0; t < gpt.graph.tensors.size(); ++t) {
+    const Tensor& tensor = gpt.graph.tensors[t];
+    if (tensor.kind != TensorKind::Param) continue;
+    int64_t block = tensor.numel() / (c->result->sbp.layouts[t][1].kind == ir::Sbp::Split ? tp : 1);
+    for (const ir::Arg& a : f.args) {
+      if (m.str(f.values[a.value].name) != tensor.name + ".adam_m") continue;
+      const ir::TensorType& type = m.value_type(f, a.value);
+      EXPECT_EQ(type.rank, 1) << tensor.name;
+      EXPECT_EQ(type.dims[0], (block + dp - 1) / dp) << tensor.name;
+      EXPECT_EQ(m.type(f.values[a.value].logical).numel(), tensor.numel()) << tensor.name;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 0);
+  std::vector<const ir::Op*> scatters = select(m, {ir::OpKind::ReduceScatter, 0, ir::Phase::WeightGrad});
+  ASSERT_FALSE(scatters.empty());
+  for (const ir::Op* op : scatters) EXPECT_TRUE(ir::AttrReader(m, f, *op).boolean("flat"));
+  EXPECT_TRUE(select(m, {ir::OpKind::AllGather, 1, ir::Phase::WeightGrad}).empty());
+}
+
 TEST(Lowering, ZeroThreeGathersParametersBeforeUseInForwardAndBackward) {
   auto mlp = make_mlp(2, 16, 32, 8);
   StrategySpec spec = make_spec(mlp.graph, {{"dp", 4}}, 16, 1);
