@@ -105,8 +105,10 @@ OpCostQuery compute_query(const ir::Module& module, const ir::Function& f, const
 CommSpec comm_spec(const ir::Module& module, const ir::Function& f, const ir::Op& op) {
   CommSpec s;
   s.kind = op.kind;
-  double in = op.operand_count > 0 ? static_cast<double>(module.value_type(f, f.operands(op)[0]).bytes()) : 0;
-  double out = op.result_count > 0 ? static_cast<double>(module.value_type(f, op.first_result).bytes()) : 0;
+  // A grouped collective moves all its operands' bytes in one.
+  double in = 0, out = 0;
+  for (ir::ValueId v : f.operands(op)) in += static_cast<double>(module.value_type(f, v).bytes());
+  for (int i = 0; i < op.result_count; ++i) out += static_cast<double>(module.value_type(f, f.result(op, i)).bytes());
   ir::AttrReader attrs(module, f, op);
   auto root = [&] { return static_cast<size_t>(std::max<int64_t>(attrs.integer("root"), 0)); };
   s.collective = collective_of(op.kind);

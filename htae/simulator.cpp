@@ -682,7 +682,10 @@ void Executor::classify_values() {
                           : op.phase == ir::Phase::Optimizer  ? MemoryKind::Weights
                                                               : MemoryKind::Other;
     MemoryKind kind = moves ? kind_[f_.operands(op)[0]] : by_phase;
-    for (uint16_t r = 0; r < op.result_count; ++r) kind_[op.first_result + r] = kind;
+    // A grouped collective's result r is its operand r moved.
+    bool grouped = info.is_communication() && op.operand_count > 1 && op.operand_count == op.result_count;
+    for (uint16_t r = 0; r < op.result_count; ++r)
+      kind_[op.first_result + r] = grouped ? kind_[f_.operands(op)[r]] : kind;
   }
 }
 

@@ -271,9 +271,9 @@ const std::vector<TypeId>& Builder::infer_results(const OpSpec& spec, const Op& 
   return cached->second;
 }
 
-TypeId Builder::flat_logical_type(const OpSpec& spec, TypeId result) {
-  if (spec.operands.empty()) return kNone;  // recv: the caller sets it (the verifier checks)
-  const Value& in = function_.values[spec.operands[0]];
+TypeId Builder::flat_logical_type(const OpSpec& spec, size_t operand, TypeId result) {
+  if (operand >= spec.operands.size()) return kNone;  // recv: the caller sets it (the verifier checks)
+  const Value& in = function_.values[spec.operands[operand]];
   TensorType logical = module_.type(result);
   std::vector<int64_t> dims;
   if (in.logical != kNone) {
@@ -339,7 +339,8 @@ OpId Builder::append(const OpSpec& spec) {
     v.layout = i < spec.result_layouts.size() ? spec.result_layouts[i] : kNoLayout;
     v.name = i < spec.result_names.size() ? spec.result_names[i] : 0;
     v.def = op_id;
-    if (v.layout != kNoLayout && flat_axis(module_.layout(v.layout)) >= 0) v.logical = flat_logical_type(spec, v.type);
+    if (v.layout != kNoLayout && flat_axis(module_.layout(v.layout)) >= 0)
+      v.logical = flat_logical_type(spec, info.results == kPerOperand ? i : 0, v.type);
     f.values.push_back(v);
   }
   f.ops.push_back(op);

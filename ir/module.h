@@ -298,9 +298,10 @@ class Builder {
   // types and attributes (interned), what the shape rule reads.
   // The registry's shape rule for `op`'s results, interned, cached by Function::append_inference_key.
   const std::vector<TypeId>& infer_results(const OpSpec& spec, const Op& op);
-  // The logical type of an S(flat) result of dtype `result`'s: its first
-  // operand's logical shape; kNone without operands.
-  TypeId flat_logical_type(const OpSpec& spec, TypeId result);
+  // The logical type of an S(flat) result of dtype `result`'s: the logical
+  // shape of `operand` (its first, or its own in a grouped collective);
+  // kNone without operands.
+  TypeId flat_logical_type(const OpSpec& spec, size_t operand, TypeId result);
 
   Module& module_;
   Function& function_;

@@ -71,6 +71,8 @@ using ShapeRule = bool (*)(const OpContext& ctx, std::vector<TensorType>& result
 using CostRule = OpCost (*)(const OpContext& ctx, std::span<const TensorType> results);
 
 inline constexpr uint8_t kVariadic = 255;
+// OpInfo::results of a grouped collective: one result per operand.
+inline constexpr uint8_t kPerOperand = 255;
 
 struct OpInfo {
   OpKind kind = OpKind::Matmul;
@@ -78,7 +80,7 @@ struct OpInfo {
   OpCategory category = OpCategory::Compute;
   uint8_t min_operands = 0;
   uint8_t max_operands = 0;  // kVariadic: any number >= min_operands
-  uint8_t results = 1;
+  uint8_t results = 1;  // kPerOperand: one per operand
   std::vector<AttrSpec> attrs;
   // Bit i: operand i is read only for its type (abstract suffices); other
   // operands' values are read by the op's semantics.

@@ -10,13 +10,26 @@ namespace {
 using Types = std::vector<TensorType>;
 using Results = std::span<const TensorType>;
 
+// all_reduce and reduce_scatter take several operands, each reduced as if
+// alone, in one collective (NCCL's grouped calls, DDP's and Megatron's
+// gradient buckets): one launch, one latency, the bytes of all.
 bool all_reduce_shape(const OpContext& ctx, Types& out, std::string& error) {
   if (!require_reduction(ctx.attrs.string("op"), error)) return false;
-  out.push_back(ctx.operands[0]);
+  out.assign(ctx.operands.begin(), ctx.operands.end());
   return true;
 }
 
 double local_bytes(const OpContext& ctx) { return static_cast<double>(ctx.operands[0].bytes()); }
+double grouped_bytes(const OpContext& ctx) {
+  double bytes = 0;
+  for (const TensorType& t : ctx.operands) bytes += static_cast<double>(t.bytes());
+  return bytes;
+}
+double grouped_numel(const OpContext& ctx) {
+  double n = 0;
+  for (const TensorType& t : ctx.operands) n += static_cast<double>(t.numel());
+  return n;
+}
 double ring_share(const OpContext& ctx) {
   auto p = static_cast<double>(ctx.group_size);
   return p > 0 ? (p - 1) / p : 0;
@@ -65,14 +78,15 @@ bool all_gather_shape(const OpContext& ctx, Types& out, std::string& error) {
 // flat = true: the sum, flattened and zero-padded, in equal chunks
 // (P -> S(flat) boxing).
 bool reduce_scatter_shape(const OpContext& ctx, Types& out, std::string& error) {
-  TensorType r = ctx.operands[0];
   if (!require_reduction(ctx.attrs.string("op"), error)) return false;
-  if (ctx.attrs.boolean("flat")) {
-    out.push_back(TensorType(r.dtype, {flat_chunk(r.numel(), ctx.group_size)}));
-    return true;
+  for (TensorType r : ctx.operands) {
+    if (ctx.attrs.boolean("flat")) {
+      out.push_back(TensorType(r.dtype, {flat_chunk(r.numel(), ctx.group_size)}));
+      continue;
+    }
+    if (!regroup_dim(ctx, "dim", false, r, error)) return false;
+    out.push_back(r);
   }
-  if (!regroup_dim(ctx, "dim", false, r, error)) return false;
-  out.push_back(r);
   return true;
 }
 
@@ -125,9 +139,9 @@ void add_communication_ops(std::vector<OpInfo>& t) {
   t.push_back(make_op(
       OpKind::Recv, 0, 0, 1, {}, nullptr, [](const OpContext&, Results) { return OpCost{}; }, kP2P));
   t.push_back(make_op(
-      OpKind::AllReduce, 1, 1, 1, {string_attr("op", "sum")}, all_reduce_shape,
+      OpKind::AllReduce, 1, kVariadic, kPerOperand, {string_attr("op", "sum")}, all_reduce_shape,
       [](const OpContext& c, Results) {
-        return OpCost{ring_share(c) * static_cast<double>(c.operands[0].numel()), 2 * ring_share(c) * local_bytes(c)};
+        return OpCost{ring_share(c) * grouped_numel(c), 2 * ring_share(c) * grouped_bytes(c)};
       },
       kColl));
   t.push_back(make_op(
@@ -137,10 +151,10 @@ void add_communication_ops(std::vector<OpInfo>& t) {
       },
       kColl));
   t.push_back(make_op(
-      OpKind::ReduceScatter, 1, 1, 1, {int_attr("dim", 0), string_attr("op", "sum"), bool_attr("flat", false)},
-      reduce_scatter_shape,
+      OpKind::ReduceScatter, 1, kVariadic, kPerOperand,
+      {int_attr("dim", 0), string_attr("op", "sum"), bool_attr("flat", false)}, reduce_scatter_shape,
       [](const OpContext& c, Results) {
-        return OpCost{ring_share(c) * static_cast<double>(c.operands[0].numel()), ring_share(c) * local_bytes(c)};
+        return OpCost{ring_share(c) * grouped_numel(c), ring_share(c) * grouped_bytes(c)};
       },
       kColl));
   t.push_back(make_op(

@@ -233,8 +233,10 @@ class Verifier {
       report(diag::kIrSignature, f, i, fmt::format("takes {} operand(s), not {}", want, operands.size()));
       return;
     }
-    if (op.result_count != info.results) {
-      report(diag::kIrSignature, f, i, fmt::format("gives {} result(s), not {}", info.results, op.result_count));
+    const size_t results = info.results == kPerOperand ? operands.size() : info.results;
+    if (op.result_count != results) {
+      report(diag::kIrSignature, f, i,
+             fmt::format("names {} result(s), but {} gives {}", op.result_count, info.name, results));
       return;
     }
     bool ok = verify_attrs(f, i, info);

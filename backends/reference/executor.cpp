@@ -210,21 +210,24 @@ class ExecutorRun {
     return true;
   }
 
+  // A grouped collective: each operand as if alone.
   bool run_collective_op(ir::OpId id, const ir::Op& op) {
-    ir::ValueId operand = f_.operands(op)[0], result = f_.result(op);
     for (const std::vector<ir::Rank>& group : ir::groups_of(m_, op)) {
-      std::vector<const HostTensor*> in;
-      std::vector<HostTensor> out;
-      for (ir::Rank r : group) {
-        const HostTensor* t = operand_on(id, operand, r);
-        if (!t) return false;
-        in.push_back(t);
-        out.emplace_back(m_.value_type(f_, result));
+      for (int i = 0; i < op.result_count; ++i) {
+        ir::ValueId operand = f_.operands(op)[static_cast<size_t>(i)], result = f_.result(op, i);
+        std::vector<const HostTensor*> in;
+        std::vector<HostTensor> out;
+        for (ir::Rank r : group) {
+          const HostTensor* t = operand_on(id, operand, r);
+          if (!t) return false;
+          in.push_back(t);
+          out.emplace_back(m_.value_type(f_, result));
+        }
+        std::string error = run_collective(m_, f_, op, in, out);
+        if (!error.empty()) return stop(ExecutionProblem::Runtime, id, ir::kNone, error);
+        for (size_t k = 0; k < group.size(); ++k)
+          if (HostTensor* dst = result_on(result, group[k])) *dst = std::move(out[k]);
       }
-      std::string error = run_collective(m_, f_, op, in, out);
-      if (!error.empty()) return stop(ExecutionProblem::Runtime, id, ir::kNone, error);
-      for (size_t k = 0; k < group.size(); ++k)
-        if (HostTensor* dst = result_on(result, group[k])) *dst = std::move(out[k]);
     }
     return true;
   }

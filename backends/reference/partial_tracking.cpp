@@ -194,24 +194,28 @@ PartialInference infer_partial(const ir::Module& module, const ir::Function& f, 
       return r;
     }
     const uint32_t over = op.group_axes & spanned;
-    PartialAxes p = operands[0];
     ir::AttrReader attrs(module, f, op);
     bool reduces = op.kind == OpKind::AllReduce || op.kind == OpKind::ReduceScatter || op.kind == OpKind::Reduce;
-    if (reduces) {
-      bool max = attrs.string("op") == "max";
-      uint32_t missing = over & ~(max ? p.any() : p.sum);
-      if (!max && missing != 0)
-        return fail(
-            fmt::format("{} over [{}] sums {}, which is not partial on {}: every member holds the whole "
-                        "value, so the sum counts it once per member",
-                        ir::op_name(op.kind), axis_names(mesh, over), name(0), axis_names(mesh, missing)));
-      p.sum &= ~over;
-      p.max &= ~over;
-    } else if ((p.any() & over) != 0) {
-      return fail(fmt::format("{} over [{}] reads {}, which is partial on {}, as if it were whole",
-                              ir::op_name(op.kind), axis_names(mesh, over), name(0), axis_names(mesh, p.any() & over)));
+    // A grouped collective: each operand gives its result.
+    for (int i = 0; i < op.result_count; ++i) {
+      PartialAxes p = operands[static_cast<size_t>(i)];
+      if (reduces) {
+        bool max = attrs.string("op") == "max";
+        uint32_t missing = over & ~(max ? p.any() : p.sum);
+        if (!max && missing != 0)
+          return fail(fmt::format("{} over [{}] sums {}, which is not partial on {}: every member holds the whole "
+                                  "value, so the sum counts it once per member",
+                                  ir::op_name(op.kind), axis_names(mesh, over), name(static_cast<size_t>(i)),
+                                  axis_names(mesh, missing)));
+        p.sum &= ~over;
+        p.max &= ~over;
+      } else if ((p.any() & over) != 0) {
+        return fail(fmt::format("{} over [{}] reads {}, which is partial on {}, as if it were whole",
+                                ir::op_name(op.kind), axis_names(mesh, over), name(static_cast<size_t>(i)),
+                                axis_names(mesh, p.any() & over)));
+      }
+      r.results[static_cast<size_t>(i)] = p;
     }
-    r.results[0] = p;
     return r;
   }
   if (info.category == ir::OpCategory::PointToPoint) {

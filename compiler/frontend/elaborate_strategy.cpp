@@ -241,12 +241,20 @@ class StrategyElaborator {
         }
       } else if (e.key == "overlap_grad_reduce" && run.training) {
         if (std::optional<bool> v = eval_.eval_bool(*e.value, sc, e.key)) run.overlap_grad_reduce = *v;
+      } else if (e.key == "grad_bucket" && run.training) {
+        std::optional<int64_t> v = eval_.eval_int(*e.value, sc, e.key);
+        if (v && *v < 0)
+          diags_.error(diag::kBadConfig, e.value->range,
+                       "grad_bucket is a number of gradient elements, at least 0 (0: each tensor alone)");
+        else if (v)
+          run.grad_bucket = *v;
       } else {
         diags_.error(
             diag::kBadConfig, e.key_range,
             fmt::format(
                 "unknown key '{}' in {} (keys: batch, {}precision)", e.key, run.training ? "train" : "inference",
-                run.training ? "optimizer, accumulate, master_weights, grad_precision, overlap_grad_reduce, " : ""));
+                run.training ? "optimizer, accumulate, master_weights, grad_precision, overlap_grad_reduce, grad_bucket, "
+                             : ""));
       }
     }
     if (master_weights_range_.valid() && run.precision == ir::DType::F32) {

@@ -51,6 +51,9 @@ struct RunConfig {
   // as each completes (DDP, FSDP, Megatron-Core's --overlap-grad-reduce);
   // false: after the whole backward (Megatron-LM's 2021 local DDP).
   bool overlap_grad_reduce = true;
+  // Gradient elements per rank reduced in one collective (Megatron-Core's
+  // --ddp-bucket-size; 0: each tensor alone); unset: Megatron-Core's default.
+  std::optional<int64_t> grad_bucket;
   int64_t accumulate = 1;  // gradient-accumulation steps per optimizer step
   SourceRange range;
 };

@@ -310,6 +310,7 @@ class LogicalGraphBuilder {
     spec.train.master_weights = run.master_weights;
     spec.train.grad_precision = run.grad_precision;
     spec.train.overlap_grad_reduce = run.overlap_grad_reduce;
+    spec.train.grad_bucket = run.grad_bucket;
     spec.train.where = run.range;
   }
 

@@ -284,73 +284,102 @@ ir::ValueId Lowering::box(const Emit& at, ir::ValueId value, const ir::Layout& f
   ir::ValueId v = value;
   for (const AxisTransfer& step : plan_boxing(from, to)) {
     if (spec.mesh.axes()[step.axis].size == 1) continue;  // one device: B, S and P coincide
-    ir::Layout next = current;
-    ir::OpSpec op;
-    op.kind = step.op;
-    std::vector<ir::AttrValue> attrs;
-    std::vector<int64_t> block;
-    switch (step.op) {
-      case ir::OpKind::AllGather:
-        next[step.axis] = kBroadcast;
-        if (step.flat) {
-          block = block_dims(v, next);
-          attrs.push_back(ir::AttrValue::boolean("flat", true));
-          attrs.push_back(ir::AttrValue::ints("shape", block));
-        } else {
-          attrs.push_back(ir::AttrValue::integer("dim", step.from_dim));
-        }
-        break;
-      case ir::OpKind::AllReduce:
-        next[step.axis] = kBroadcast;
-        if (current[step.axis].kind == ir::Sbp::PartialMax) attrs.push_back(ir::AttrValue::string("op", "max"));
-        break;
-      case ir::OpKind::ReduceScatter:
-        next[step.axis] = step.flat ? ir::Sbp{ir::Sbp::Flat, 0} : split(step.to_dim);
-        if (step.flat)
-          attrs.push_back(ir::AttrValue::boolean("flat", true));
-        else
-          attrs.push_back(ir::AttrValue::integer("dim", step.to_dim));
-        if (current[step.axis].kind == ir::Sbp::PartialMax) attrs.push_back(ir::AttrValue::string("op", "max"));
-        break;
-      case ir::OpKind::AllToAll:
-        next[step.axis] = split(step.to_dim);
-        attrs.push_back(ir::AttrValue::integer("split_dim", step.to_dim));
-        attrs.push_back(ir::AttrValue::integer("concat_dim", step.from_dim));
-        break;
-      case ir::OpKind::Shard:
-        next[step.axis] = step.flat ? ir::Sbp{ir::Sbp::Flat, 0} : split(step.to_dim);
-        if (step.flat)
-          attrs.push_back(ir::AttrValue::boolean("flat", true));
-        else
-          attrs.push_back(ir::AttrValue::integer("dim", step.to_dim));
-        attrs.push_back(ir::AttrValue::integer("parts", spec.mesh.axes()[step.axis].size));
-        attrs.push_back(ir::AttrValue::integer("axis", step.axis));
-        break;
-      case ir::OpKind::Unshard:
-        next[step.axis] = kPartial;
-        attrs.push_back(ir::AttrValue::integer("dim", step.from_dim));
-        attrs.push_back(ir::AttrValue::integer("parts", spec.mesh.axes()[step.axis].size));
-        attrs.push_back(ir::AttrValue::integer("axis", step.axis));
-        break;
-      default:  // partialize, the one step left
-        next[step.axis] = kPartial;
-        attrs.push_back(ir::AttrValue::integer("axis", step.axis));
-        break;
-    }
-    bool local = !ir::op_info(step.op).is_communication();
-    ir::LayoutId layout = module_.intern_layout(next);
-    op.devices = stage_devices_[at.stage];
-    op.operands = std::span<const ir::ValueId>(&v, 1);
-    op.attrs = attrs;
-    op.group_axes = local ? 0 : static_cast<uint16_t>(1u << step.axis);
-    op.meta = {local ? ir::Stream::Compute : at.stream, at.phase, static_cast<int16_t>(at.stage), at.micro_batch,
-               loc_of(at.where, at.node)};
-    op.result_layouts = std::span<const ir::LayoutId>(&layout, 1);
-    v = builder().append_value(op);
-    current = next;
+    v = emit_boxing_step(at, step, {&v, 1}, current).front();
   }
   if (cacheable) boxed_[key] = v;
   return v;
+}
+
+std::vector<ir::ValueId> Lowering::box_group(const Emit& at, std::vector<ir::ValueId> values, const ir::Layout& from,
+                                             const ir::Layout& to) {
+  ir::Layout current = from;
+  for (const AxisTransfer& step : plan_boxing(from, to)) {
+    if (spec.mesh.axes()[step.axis].size == 1) continue;
+    // Reductions run as one grouped collective; other steps one per value.
+    bool grouped = step.op == ir::OpKind::AllReduce || step.op == ir::OpKind::ReduceScatter;
+    if (grouped) {
+      values = emit_boxing_step(at, step, values, current);
+      continue;
+    }
+    ir::Layout before = current;
+    for (ir::ValueId& v : values) {
+      current = before;
+      v = emit_boxing_step(at, step, {&v, 1}, current).front();
+    }
+  }
+  return values;
+}
+
+std::vector<ir::ValueId> Lowering::emit_boxing_step(const Emit& at, const AxisTransfer& step,
+                                                    std::span<const ir::ValueId> values, ir::Layout& current) {
+  ir::Layout next = current;
+  std::vector<ir::AttrValue> attrs;
+  std::vector<int64_t> block;
+  const bool max = current[step.axis].kind == ir::Sbp::PartialMax;
+  switch (step.op) {
+    case ir::OpKind::AllGather:
+      next[step.axis] = kBroadcast;
+      if (step.flat) {
+        block = block_dims(values.front(), next);
+        attrs.push_back(ir::AttrValue::boolean("flat", true));
+        attrs.push_back(ir::AttrValue::ints("shape", block));
+      } else {
+        attrs.push_back(ir::AttrValue::integer("dim", step.from_dim));
+      }
+      break;
+    case ir::OpKind::AllReduce:
+      next[step.axis] = kBroadcast;
+      if (max) attrs.push_back(ir::AttrValue::string("op", "max"));
+      break;
+    case ir::OpKind::ReduceScatter:
+      next[step.axis] = step.flat ? ir::Sbp{ir::Sbp::Flat, 0} : split(step.to_dim);
+      if (step.flat)
+        attrs.push_back(ir::AttrValue::boolean("flat", true));
+      else
+        attrs.push_back(ir::AttrValue::integer("dim", step.to_dim));
+      if (max) attrs.push_back(ir::AttrValue::string("op", "max"));
+      break;
+    case ir::OpKind::AllToAll:
+      next[step.axis] = split(step.to_dim);
+      attrs.push_back(ir::AttrValue::integer("split_dim", step.to_dim));
+      attrs.push_back(ir::AttrValue::integer("concat_dim", step.from_dim));
+      break;
+    case ir::OpKind::Shard:
+      next[step.axis] = step.flat ? ir::Sbp{ir::Sbp::Flat, 0} : split(step.to_dim);
+      if (step.flat)
+        attrs.push_back(ir::AttrValue::boolean("flat", true));
+      else
+        attrs.push_back(ir::AttrValue::integer("dim", step.to_dim));
+      attrs.push_back(ir::AttrValue::integer("parts", spec.mesh.axes()[step.axis].size));
+      attrs.push_back(ir::AttrValue::integer("axis", step.axis));
+      break;
+    case ir::OpKind::Unshard:
+      next[step.axis] = kPartial;
+      attrs.push_back(ir::AttrValue::integer("dim", step.from_dim));
+      attrs.push_back(ir::AttrValue::integer("parts", spec.mesh.axes()[step.axis].size));
+      attrs.push_back(ir::AttrValue::integer("axis", step.axis));
+      break;
+    default:  // partialize, the one step left
+      next[step.axis] = kPartial;
+      attrs.push_back(ir::AttrValue::integer("axis", step.axis));
+      break;
+  }
+  bool local = !ir::op_info(step.op).is_communication();
+  std::vector<ir::LayoutId> layouts(values.size(), module_.intern_layout(next));
+  ir::OpSpec op;
+  op.kind = step.op;
+  op.devices = stage_devices_[at.stage];
+  op.operands = values;
+  op.attrs = attrs;
+  op.group_axes = local ? 0 : static_cast<uint16_t>(1u << step.axis);
+  op.meta = {local ? ir::Stream::Compute : at.stream, at.phase, static_cast<int16_t>(at.stage), at.micro_batch,
+             loc_of(at.where, at.node)};
+  op.result_layouts = layouts;
+  const ir::Op& appended = function_->ops[builder().append(op)];
+  std::vector<ir::ValueId> results;
+  for (int i = 0; i < appended.result_count; ++i) results.push_back(function_->result(appended, i));
+  current = next;
+  return results;
 }
 
 void Lowering::add_grad(ir::ValueId& slot, ir::ValueId grad, const Emit& at) {
@@ -586,8 +615,10 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
     }
   }
   if (weight_grads) flush_param_grads(stage, mb);
-  if (weight_grads && ++weight_blocks_done_[stage] == resolved.micro_batches && !spec.train.overlap_grad_reduce)
-    sync_param_grads_after_backward(stage);
+  if (weight_grads && ++weight_blocks_done_[stage] == resolved.micro_batches) {
+    if (!spec.train.overlap_grad_reduce) sync_param_grads_after_backward(stage);
+    flush_grad_buckets(stage);
+  }
 }
 
 ir::ValueId Lowering::flush_grads(int32_t tensor, int32_t mb, const ir::Layout& target, std::optional<ir::DType> dtype,
@@ -640,7 +671,10 @@ ir::Module Lowering::run() {
     }
     forecast.end(*function_, a.stage, a.kind);
   }
-  if (spec.train.training) sum_shared_param_grads();
+  if (spec.train.training) {
+    for (int32_t s = 0; s < resolved.num_stages; ++s) flush_grad_buckets(s);
+    sum_shared_param_grads();
+  }
   place_sends_at_their_recvs(*function_);
   function_->returns = loss_values_;
   if (spec.train.training) {

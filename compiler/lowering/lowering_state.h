@@ -68,6 +68,13 @@ class Lowering {
   // `value` (laid out `from`) in layout `to`, through the boxing plan; with
   // `reuse`, a value boxed to the same layout before is not boxed again.
   ir::ValueId box(const Emit& at, ir::ValueId value, const ir::Layout& from, const ir::Layout& to, bool reuse = true);
+  // Boxes values of one layout together: each reduction step is one
+  // grouped collective over all of them (a gradient bucket).
+  std::vector<ir::ValueId> box_group(const Emit& at, std::vector<ir::ValueId> values, const ir::Layout& from,
+                                     const ir::Layout& to);
+  // One step of a boxing plan on `values` (laid out `current`, updated).
+  std::vector<ir::ValueId> emit_boxing_step(const Emit& at, const AxisTransfer& step,
+                                            std::span<const ir::ValueId> values, ir::Layout& current);
   const ir::TensorType& type_of(ir::ValueId v) const { return module_.value_type(*function_, v); }
   // The mesh axis that splits an embedding's vocabulary, or -1.
   int vocab_split_axis(int32_t op) const;
@@ -197,8 +204,12 @@ class Lowering {
   // micro-batch, boxes it into the optimizer layout.
   void flush_param_grad(int32_t tensor, int32_t stage, int32_t mb);
   void accumulate_param_grad(int32_t tensor, int32_t stage, int32_t mb);
-  // Boxes a copy's final gradient into the optimizer layout (once).
+  // Queues a copy's final gradient (once) in the stage's open bucket for
+  // its layouts; a full bucket is boxed into the optimizer layout at once.
   void sync_param_grad(int32_t tensor, int32_t stage);
+  // Boxes the open buckets of a stage (its backward is done).
+  void flush_grad_buckets(int32_t stage);
+  void flush_grad_bucket(int32_t stage, size_t bucket);
   // overlap_grad_reduce = false: the reductions of every copy whose stages
   // are all done, queued after the stage's backward.
   void sync_param_grads_after_backward(int32_t stage);
@@ -241,6 +252,16 @@ class Lowering {
   // of one micro-batch's backward that read the same gather share it.
   std::unordered_map<uint64_t, ir::ValueId> regathered_;
   std::vector<std::vector<ParamCopy>> param_copies_;  // per tensor; the first is the owner
+  // Gradients waiting to be reduced together (DDP's and Megatron's buckets):
+  // parameters of one stage, in the order their gradients complete, with
+  // the same gradient and optimizer layouts and dtype.
+  struct GradBucket {
+    ir::LayoutId from = 0, to = 0;
+    ir::DType dtype = ir::DType::F32;
+    int64_t elements = 0, capacity = 0;  // local elements
+    std::vector<int32_t> params;
+  };
+  std::vector<std::vector<GradBucket>> grad_buckets_;  // per stage: the open ones
   std::vector<EinsumSpecs> einsum_specs_;             // per op, filled on first use
   std::vector<int32_t> weight_blocks_done_;           // per stage
   std::vector<ir::ValueId> loss_values_;

@@ -148,9 +148,45 @@ void Lowering::flush_param_grad(int32_t t, int32_t stage, int32_t mb) {
 void Lowering::sync_param_grad(int32_t t, int32_t stage) {
   ParamCopy& copy = param_copy(t, stage);
   if (copy.grad == ir::kNone || copy.synced) return;
-  Emit at{stage, -1, ir::Phase::WeightGrad, ir::Stream::Grad, graph.tensors[t].where, graph.tensors[t].node};
-  copy.grad = box(at, copy.grad, grad_layout(t), optimizer_layout(t));
   copy.synced = true;
+  const ir::Layout from = grad_layout(t), to = optimizer_layout(t);
+  if (from == to) return;
+  const ir::TensorType& type = module_.value_type(*function_, copy.grad);
+  if (grad_buckets_.empty()) grad_buckets_.resize(stage_ops_.size());
+  std::vector<GradBucket>& open = grad_buckets_[stage];
+  GradBucket key{module_.intern_layout(from), module_.intern_layout(to), type.dtype, 0, 0, {}};
+  auto it = std::find_if(open.begin(), open.end(),
+                         [&](const GradBucket& b) { return b.from == key.from && b.to == key.to && b.dtype == key.dtype; });
+  if (it == open.end()) {
+    // Megatron-Core's default: max(40M, 1M x the group reduced over)
+    // parameters, larger groups needing larger buckets to stay off the
+    // latency floor.
+    int64_t group = 1;
+    for (size_t a = 0; a < from.size(); ++a) {
+      bool reduced = from[a].kind == ir::Sbp::PartialSum || from[a].kind == ir::Sbp::PartialMax;
+      if (reduced && to[a].kind != from[a].kind) group *= spec.mesh.axes()[a].size;
+    }
+    key.capacity = spec.train.grad_bucket.value_or(std::max<int64_t>(40'000'000, 1'000'000 * group));
+    it = open.insert(open.end(), key);
+  }
+  it->params.push_back(t);
+  it->elements += type.numel();
+  if (it->elements >= it->capacity) flush_grad_bucket(stage, static_cast<size_t>(it - open.begin()));
+}
+
+void Lowering::flush_grad_bucket(int32_t stage, size_t bucket) {
+  GradBucket b = std::move(grad_buckets_[stage][bucket]);
+  grad_buckets_[stage].erase(grad_buckets_[stage].begin() + static_cast<std::ptrdiff_t>(bucket));
+  std::vector<ir::ValueId> grads;
+  for (int32_t t : b.params) grads.push_back(param_copy(t, stage).grad);
+  const Tensor& last = graph.tensors[b.params.back()];
+  Emit at{stage, -1, ir::Phase::WeightGrad, ir::Stream::Grad, last.where, last.node};
+  grads = box_group(at, std::move(grads), module_.layout(b.from), module_.layout(b.to));
+  for (size_t i = 0; i < b.params.size(); ++i) param_copy(b.params[i], stage).grad = grads[i];
+}
+
+void Lowering::flush_grad_buckets(int32_t stage) {
+  while (!grad_buckets_.empty() && !grad_buckets_[stage].empty()) flush_grad_bucket(stage, 0);
 }
 
 void Lowering::sync_param_grads_after_backward(int32_t stage) {

@@ -69,6 +69,8 @@ struct TrainConfig {
   bool master_weights = true;                 // low-precision training: fp32 master weights with the optimizer state
   ir::DType grad_precision = ir::DType::F32;  // accumulated gradients and their reduction
   bool overlap_grad_reduce = true;            // reduce each gradient as its last micro-batch completes
+  // Local gradient elements reduced together; unset: Megatron-Core's default.
+  std::optional<int64_t> grad_bucket;
   double learning_rate = 1e-3;
   SourceRange where;
 };

@@ -43,13 +43,18 @@ std::vector<const ir::Op*> select(const ir::Module& m, const OpFilter& f) {
 }
 
 // Logical bytes a collective's operand stands for, over its group.
+// All operands' (results') bytes: a grouped collective moves them all.
 double operand_bytes(const ir::Module& m, const ir::Op& op) {
   const ir::Function& f = m.functions[0];
-  return static_cast<double>(m.value_type(f, f.operands(op)[0]).bytes());
+  double bytes = 0;
+  for (ir::ValueId v : f.operands(op)) bytes += static_cast<double>(m.value_type(f, v).bytes());
+  return bytes;
 }
 double result_bytes(const ir::Module& m, const ir::Op& op) {
   const ir::Function& f = m.functions[0];
-  return static_cast<double>(m.value_type(f, f.result(op)).bytes());
+  double bytes = 0;
+  for (int i = 0; i < op.result_count; ++i) bytes += static_cast<double>(m.value_type(f, f.result(op, i)).bytes());
+  return bytes;
 }
 
 double param_bytes(const LogicalGraph& g) {
@@ -327,6 +332,7 @@ TEST(Lowering, GradientAllReducesFollowTheLastMicroBatchBackwardUnlessTheyWaitFo
     auto mlp = make_mlp(3, 16, 32, 8);
     StrategySpec spec = make_spec(mlp.graph, {{"dp", 4}}, 16, 2);
     spec.train.overlap_grad_reduce = overlap;
+    spec.train.grad_bucket = 0;  // each tensor alone
     set_default(spec, 0, S("b"));
     auto c = compile(mlp.graph, spec);
     std::string order;  // W: a weight-gradient einsum, R: a gradient all-reduce
@@ -345,6 +351,27 @@ TEST(Lowering, GradientAllReducesFollowTheLastMicroBatchBackwardUnlessTheyWaitFo
   std::reverse(orders[1].begin(), orders[1].end());
   EXPECT_EQ(orders[0], orders[1]);
   EXPECT_NE(orders[0].front(), orders[0].back());
+}
+
+TEST(Lowering, GradientBucketsReduceTogetherOnceFull) {
+  // Three 32x32 layers (1024 elements each) and an 8x32 head (256), whose
+  // gradients complete head first. A bucket of 1300 elements is full with
+  // the head and two layers (2304) and reduced as one grouped all-reduce
+  // right after the third's last weight gradient; the first layer's is
+  // reduced alone when the backward ends. Without buckets (0), four.
+  auto mlp = make_mlp(3, 16, 32, 8);
+  for (int64_t bucket : {int64_t{1300}, int64_t{0}}) {
+    StrategySpec spec = make_spec(mlp.graph, {{"dp", 4}}, 16, 2);
+    spec.train.grad_bucket = bucket;
+    set_default(spec, 0, S("b"));
+    auto c = compile(mlp.graph, spec);
+    std::string order;
+    for (const ir::Op& op : c->f().ops) {
+      if (op.kind == ir::OpKind::Einsum && op.phase == ir::Phase::WeightGrad) order += 'W';
+      if (op.kind == ir::OpKind::AllReduce) order += std::to_string(op.operand_count);
+    }
+    EXPECT_EQ(order, bucket ? "WWWWWWW3W1" : "WWWWW1W1W1W1") << bucket;
+  }
 }
 
 TEST(Lowering, PipelineSendsActivationsForwardAndGradientsBack) {
