@@ -30,6 +30,7 @@ schedule::ScheduleKind kind_from_name(const std::string& name) {
   if (name == "gpipe") return schedule::ScheduleKind::GPipe;
   if (name == "interleaved") return schedule::ScheduleKind::Interleaved;
   if (name == "zb_h1") return schedule::ScheduleKind::ZeroBubbleH1;
+  if (name == "zb_v") return schedule::ScheduleKind::ZeroBubbleV;
   return schedule::ScheduleKind::OneFOneB;
 }
 
@@ -63,7 +64,9 @@ int run_schedule(const ScheduleOptions& o, CommandContext& ctx) {
     table = schedule::read_schedule_csv(*file, {o.ranks, o.virtual_stages, o.micro_batches}, diags);
     title = fmt::format("schedule table {}", o.table_path);
   } else {
-    schedule::ScheduleRequest request{kind_from_name(o.kind), o.ranks,       o.virtual_stages,
+    // zb_v's V holds two stages per rank.
+    int32_t virtual_stages = o.kind == "zb_v" && o.virtual_stages == 1 ? 2 : o.virtual_stages;
+    schedule::ScheduleRequest request{kind_from_name(o.kind), o.ranks,       virtual_stages,
                                       o.micro_batches,        o.max_ongoing, o.forward_only};
     auto generated = schedule::generate_schedule(request);
     if (auto* message = std::get_if<std::string>(&generated)) {
@@ -99,8 +102,8 @@ int run_schedule(const ScheduleOptions& o, CommandContext& ctx) {
 Command add_schedule_command(CLI::App& root) {
   auto options = std::make_shared<ScheduleOptions>();
   CLI::App* sub = root.add_subcommand("schedule", "Print and check a pipeline schedule (built-in or a CSV table)");
-  sub->add_option("--kind", options->kind, "Built-in schedule: gpipe, 1f1b, interleaved or zb_h1")
-      ->transform(one_of({"gpipe", "1f1b", "interleaved", "zb_h1"}))
+  sub->add_option("--kind", options->kind, "Built-in schedule: gpipe, 1f1b, interleaved, zb_h1 or zb_v")
+      ->transform(one_of({"gpipe", "1f1b", "interleaved", "zb_h1", "zb_v"}))
       ->capture_default_str();
   sub->add_option("--table", options->table_path,
                   "A CSV schedule table (torch.distributed.pipelining format: a row per rank, cells like 0F1)")

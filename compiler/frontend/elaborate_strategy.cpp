@@ -601,12 +601,18 @@ class StrategyElaborator {
                                 : schedule::ScheduleKind::ZeroBubbleH1;
       return;
     }
+    if (kind == "zb_v") {  // two stages per rank, in a V
+      c.kind = schedule::ScheduleKind::ZeroBubbleV;
+      c.virtual_stages = 2;
+      return;
+    }
     if (k.ok()) {
       auto error = diags_.error(
           diag::kBadConfig, v.range,
-          fmt::format("schedule kind must be gpipe, 1f1b, interleaved(V), zb_h1 or table(\"file.csv\"), not {}",
+          fmt::format("schedule kind must be gpipe, 1f1b, interleaved(V), zb_h1, zb_v or table(\"file.csv\"), not {}",
                       to_string(k)));
-      if (std::optional<std::string> meant = closest_spelling(kind, {"gpipe", "1f1b", "interleaved", "zb_h1", "table"}))
+      if (std::optional<std::string> meant =
+              closest_spelling(kind, {"gpipe", "1f1b", "interleaved", "zb_h1", "zb_v", "table"}))
         error.note(fmt::format("did you mean '{}'?", *meant));
     }
   }

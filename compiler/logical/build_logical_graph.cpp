@@ -338,7 +338,8 @@ class LogicalGraphBuilder {
       if (sc.max_ongoing) c.max_ongoing = static_cast<int32_t>(*sc.max_ongoing);
       c.recompute = sc.recompute;
       c.kind = sc.kind;
-      if (sc.kind == schedule::ScheduleKind::Interleaved) c.virtual_stages = static_cast<int32_t>(sc.virtual_stages);
+      if (sc.kind == schedule::ScheduleKind::Interleaved || sc.kind == schedule::ScheduleKind::ZeroBubbleV)
+        c.virtual_stages = static_cast<int32_t>(sc.virtual_stages);
       if (!sc.table.empty()) c.table = sc.table;
       c.where = sc.range;
       spec.schedule[sc.node] = c;

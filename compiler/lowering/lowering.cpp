@@ -132,11 +132,11 @@ Lowering::Lowering(const LogicalGraph& g, const StrategySpec& s, const SbpAssign
       for (const Operand& in : op.inputs)
         if (requires_grad_[in.tensor]) requires_grad_[op.output] = true;
   }
-  // Stage k runs on the pipeline axis' coordinate k mod ranks.
+  // Stage k runs on the pipeline axis' coordinate the schedule places it at.
   for (int32_t k = 0; k < resolved.num_stages; ++k) {
     ir::DeviceSet set = ir::DeviceSet::whole(spec.mesh);
     if (spec.pipeline.axis >= 0) {
-      int32_t coord = k % resolved.pipeline_ranks;
+      int32_t coord = resolved.table.rank_of_stage(k);
       set.ranges[spec.pipeline.axis] = {coord, coord + 1};
     }
     stage_devices_.push_back(module_.intern_devices(set));

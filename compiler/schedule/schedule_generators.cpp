@@ -103,6 +103,67 @@ std::vector<std::vector<Action>> zero_bubble_h1(const ScheduleRequest& req) {
   return rows;
 }
 
+// ZB-V (Qi et al., "Pipeline Parallelism with Controllable Memory", and the
+// zero-bubble paper's ZB-V): 2p stages in a V, rank r holding stage r
+// (chunk 0, going down) and stage 2p − 1 − r (chunk 1, coming back), each
+// backward split into I and W, list-scheduled at one step per pass. Each
+// step a rank runs the first ready of: an I (the critical path; the
+// earliest micro-batch, the later stage first), an F (the earliest
+// micro-batch; chunk 0 only while fewer than p of its micro-batches are
+// between F and W, so a rank holds about 2p half-size chunks, 1F1B's p
+// stages' worth), a W (the oldest I first). Chunk 1's forward is never
+// held back: its backward is what retires chunk 0's.
+std::vector<std::vector<Action>> zero_bubble_v(const ScheduleRequest& req) {
+  const int32_t p = req.ranks, m = req.micro_batches, stages = 2 * p;
+  const int32_t limit = req.max_ongoing > 0 ? req.max_ongoing : p;
+  constexpr int64_t kNotYet = -1;
+  // done[kind][stage][mb]: the step a pass ran in (F, I, W), kNotYet before.
+  std::array<std::vector<std::vector<int64_t>>, 3> done;
+  for (auto& kind : done) kind.assign(stages, std::vector<int64_t>(m, kNotYet));
+  auto finished = [&](int kind, int32_t stage, int32_t mb, int64_t step) {
+    return done[kind][stage][mb] != kNotYet && done[kind][stage][mb] < step;
+  };
+  // Per stage: the next micro-batch of each pass (each runs in order).
+  std::array<std::vector<int32_t>, 3> next;
+  for (auto& n : next) n.assign(stages, 0);
+  std::vector<std::vector<Action>> rows(p);
+  const int passes = req.forward_only ? 1 : 3;
+  int64_t remaining = int64_t{passes} * stages * m;
+  for (int64_t step = 0; remaining > 0; ++step) {
+    for (int32_t r = 0; r < p; ++r) {
+      const std::array<int32_t, 2> own = {stages - 1 - r, r};  // the later stage first
+      auto ready_i = [&](int32_t s) {
+        int32_t mb = next[1][s];
+        return mb < m && finished(0, s, mb, step) && (s == stages - 1 || finished(1, s + 1, mb, step));
+      };
+      auto ready_f = [&](int32_t s) {
+        int32_t mb = next[0][s];
+        if (mb >= m || (s > 0 && !finished(0, s - 1, mb, step))) return false;
+        return s >= p || req.forward_only || next[0][s] - next[2][s] < limit;
+      };
+      auto ready_w = [&](int32_t s) { return next[2][s] < m && finished(1, s, next[2][s], step); };
+      // The earliest micro-batch among this rank's ready stages for `kind`.
+      auto pick = [&](auto ready, int kind) {
+        int32_t best = -1;
+        for (int32_t s : own)
+          if (ready(s) && (best < 0 || next[kind][s] < next[kind][best])) best = s;
+        return best;
+      };
+      int kind = 1;
+      int32_t s = req.forward_only ? -1 : pick(ready_i, 1);
+      if (s < 0) s = pick(ready_f, kind = 0);
+      if (s < 0 && !req.forward_only) s = pick(ready_w, kind = 2);
+      if (s < 0) continue;
+      int32_t mb = next[kind][s]++;
+      done[kind][s][mb] = step;
+      constexpr std::array<ActionKind, 3> kKinds = {ActionKind::Forward, ActionKind::InputGrad, ActionKind::WeightGrad};
+      rows[r].push_back({s, kKinds[kind], mb, {}});
+      --remaining;
+    }
+  }
+  return rows;
+}
+
 }  // namespace
 
 std::string_view schedule_kind_name(ScheduleKind kind) {
@@ -111,6 +172,7 @@ std::string_view schedule_kind_name(ScheduleKind kind) {
     case ScheduleKind::OneFOneB: return "1f1b";
     case ScheduleKind::Interleaved: return "interleaved";
     case ScheduleKind::ZeroBubbleH1: return "zb_h1";
+    case ScheduleKind::ZeroBubbleV: return "zb_v";
   }
   return "?";
 }
@@ -120,7 +182,9 @@ std::variant<ScheduleTable, std::string> generate_schedule(const ScheduleRequest
   if (req.micro_batches < 1) return std::string("a pipeline needs at least one micro-batch");
   if (req.max_ongoing < 0) return std::string("max_ongoing must be positive");
   bool interleaving = req.kind == ScheduleKind::Interleaved;
-  if (!interleaving && req.virtual_stages != 1) {
+  if (req.kind == ScheduleKind::ZeroBubbleV && req.virtual_stages != 2)
+    return fmt::format("zb_v places two stages on each rank, not {}", req.virtual_stages);
+  if (!interleaving && req.kind != ScheduleKind::ZeroBubbleV && req.virtual_stages != 1) {
     return fmt::format("virtual stages are only meaningful for the interleaved schedule, not {}",
                        schedule_kind_name(req.kind));
   }
@@ -141,6 +205,11 @@ std::variant<ScheduleTable, std::string> generate_schedule(const ScheduleRequest
   table.num_stages = req.ranks * req.virtual_stages;
   table.num_micro_batches = req.micro_batches;
   table.ranks.resize(req.ranks);
+  if (req.kind == ScheduleKind::ZeroBubbleV) {
+    table.v_shape = true;
+    table.ranks = zero_bubble_v(req);
+    return table;
+  }
   for (int32_t r = 0; r < req.ranks; ++r) {
     if (req.forward_only) {
       // Inference: every rank runs its stages' forwards in micro-batch order,
@@ -155,7 +224,8 @@ std::variant<ScheduleTable, std::string> generate_schedule(const ScheduleRequest
       case ScheduleKind::GPipe: table.ranks[r] = gpipe(r, req); break;
       case ScheduleKind::OneFOneB: table.ranks[r] = one_f_one_b(r, req); break;
       case ScheduleKind::Interleaved: table.ranks[r] = interleaved(r, req); break;
-      case ScheduleKind::ZeroBubbleH1: break;  // the whole table at once, below
+      case ScheduleKind::ZeroBubbleH1:
+      case ScheduleKind::ZeroBubbleV: break;  // the whole table at once
     }
   }
   if (req.kind == ScheduleKind::ZeroBubbleH1 && !req.forward_only) table.ranks = zero_bubble_h1(req);

@@ -1,6 +1,6 @@
 // Built-in pipeline schedules: GPipe (fill-drain), 1F1B, interleaved 1F1B
-// with v virtual stages per rank (Megatron-LM), and ZB-H1 (zero bubble,
-// Qi et al. 2023), each as a ScheduleTable.
+// with v virtual stages per rank (Megatron-LM), ZB-H1 and ZB-V (zero
+// bubble, Qi et al. 2023), each as a ScheduleTable.
 #pragma once
 
 #include <string>
@@ -10,7 +10,7 @@
 
 namespace dstc::schedule {
 
-enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZeroBubbleH1 };
+enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZeroBubbleH1, ZeroBubbleV };
 
 std::string_view schedule_kind_name(ScheduleKind kind);
 
@@ -22,7 +22,7 @@ inline constexpr int64_t kMaxScheduleActions = int64_t{1} << 24;
 struct ScheduleRequest {
   ScheduleKind kind = ScheduleKind::OneFOneB;
   int32_t ranks = 1;
-  int32_t virtual_stages = 1;  // interleaved only
+  int32_t virtual_stages = 1;  // interleaved; 2 for zb_v
   int32_t micro_batches = 1;
   // Forward micro-batches a rank may have in flight before their backward
   // (Proteus's max_ongoing_micro_batch); 0 means the schedule's own limit.

@@ -38,8 +38,14 @@ struct ScheduleTable {
   int32_t num_micro_batches = 0;
   std::vector<std::vector<Action>> ranks;  // ranks[r] = rank r's actions in order
 
-  // Stages are placed round-robin ("looping"): stage s runs on rank s % num_ranks.
-  int32_t rank_of_stage(int32_t stage) const { return stage % num_ranks; }
+  // Stages are placed round-robin ("looping"): stage s runs on rank s %
+  // num_ranks; or, V-shaped (ZB-V, DualPipeV), two per rank going down and
+  // back: rank r holds stages r and 2·num_ranks − 1 − r, so the first and
+  // last stage share rank 0.
+  bool v_shape = false;
+  int32_t rank_of_stage(int32_t stage) const {
+    return v_shape && stage >= num_ranks ? 2 * num_ranks - 1 - stage : stage % num_ranks;
+  }
   int32_t virtual_stages() const { return num_ranks ? num_stages / num_ranks : 0; }
 };
 

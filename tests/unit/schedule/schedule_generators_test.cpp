@@ -118,13 +118,39 @@ TEST(ZeroBubbleH1, HoldsNoMoreThan1F1BAndOnlyTheLastWeightGradTrails) {
   EXPECT_EQ(run_unit_time(t).num_steps, 30);
 }
 
+TEST(ZeroBubbleV, PlacesAVHoldsAbout1F1BsMemoryAndAlmostNoBubble) {
+  int32_t p = 4, m = 8;
+  ScheduleTable t = make(ScheduleKind::ZeroBubbleV, p, m, 2);
+  ASSERT_TRUE(t.v_shape);
+  EXPECT_EQ(t.num_stages, 2 * p);
+  for (int32_t r = 0; r < p; ++r) {
+    EXPECT_EQ(t.rank_of_stage(r), r);
+    EXPECT_EQ(t.rank_of_stage(2 * p - 1 - r), r);  // the way back
+    const auto& a = t.ranks[r];
+    ASSERT_EQ(a.size(), size_t(2 * 3 * m));
+    // Chunk passes between F and W, each half a 1F1B stage's activations:
+    // at most 2p, what 1F1B's rank 0 holds (p whole stages).
+    int32_t in_flight = 0, peak = 0;
+    for (const Action& x : a) {
+      EXPECT_TRUE(x.stage == r || x.stage == 2 * p - 1 - r) << to_string(x);
+      in_flight += x.kind == ActionKind::Forward ? 1 : x.kind == ActionKind::WeightGrad ? -1 : 0;
+      peak = std::max(peak, in_flight);
+    }
+    EXPECT_LE(peak, 2 * p) << "rank " << r;
+  }
+  // 48 half-size passes per rank in 51 unit steps (25.5 whole-stage steps):
+  // ZB-H1 takes 30, 1F1B 33.
+  EXPECT_EQ(run_unit_time(t).num_steps, 51);
+}
+
 TEST(Schedules, EveryBuiltinScheduleIsSoundAndCompletes) {
   SourceManager sm;
-  for (ScheduleKind kind :
-       {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved, ScheduleKind::ZeroBubbleH1}) {
+  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved,
+                            ScheduleKind::ZeroBubbleH1, ScheduleKind::ZeroBubbleV}) {
     for (int32_t p = 1; p <= 5; ++p) {
       for (int32_t m = 1; m <= 9; ++m) {
-        for (int32_t v = 1; v <= (kind == ScheduleKind::Interleaved ? 3 : 1); ++v) {
+        for (int32_t v = kind == ScheduleKind::ZeroBubbleV ? 2 : 1;
+             v <= (kind == ScheduleKind::Interleaved ? 3 : kind == ScheduleKind::ZeroBubbleV ? 2 : 1); ++v) {
           if (kind == ScheduleKind::Interleaved && m % p != 0) continue;
           for (bool forward_only : {false, true}) {
             ScheduleTable t = make(kind, p, m, v, 0, forward_only);
