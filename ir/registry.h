@@ -80,7 +80,7 @@ struct OpInfo {
   OpCategory category = OpCategory::Compute;
   uint8_t min_operands = 0;
   uint8_t max_operands = 0;  // kVariadic: any number >= min_operands
-  uint8_t results = 1;  // kPerOperand: one per operand
+  uint8_t results = 1;       // kPerOperand: one per operand
   std::vector<AttrSpec> attrs;
   // Bit i: operand i is read only for its type (abstract suffices); other
   // operands' values are read by the op's semantics.

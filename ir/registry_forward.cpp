@@ -600,11 +600,10 @@ void add_forward_ops(std::vector<OpInfo>& t) {
   t.push_back(make_op(OpKind::Fill, 0, 0, 1,
                       {required("shape", AttrType::IntList), string_attr("dtype", "f32"), float_attr("value", 0)},
                       fill_shape, no_flops));
-  t.push_back(
-      make_op(OpKind::Shard, 1, 1, 1,
-              {int_attr("dim", 0), required("parts", AttrType::Int), required("axis", AttrType::Int),
-               bool_attr("flat", false)},
-              shard_shape, no_flops));
+  t.push_back(make_op(
+      OpKind::Shard, 1, 1, 1,
+      {int_attr("dim", 0), required("parts", AttrType::Int), required("axis", AttrType::Int), bool_attr("flat", false)},
+      shard_shape, no_flops));
   t.push_back(
       make_op(OpKind::Unshard, 1, 1, 1,
               {required("dim", AttrType::Int), required("parts", AttrType::Int), required("axis", AttrType::Int)},

@@ -83,7 +83,8 @@ class Verifier {
           problem = fmt::format("layout {} splits dimension {} of {}, which has rank {}",
                                 print_layout(m_, value.layout), layout[a].dim, to_string(t), t.rank);
       }
-      if (flat_axes > 1) problem = fmt::format("layout {} flattens over more than one axis", print_layout(m_, value.layout));
+      if (flat_axes > 1)
+        problem = fmt::format("layout {} flattens over more than one axis", print_layout(m_, value.layout));
       if (problem.empty() && flat_axes == 1) problem = flat_problem(value, layout, t);
     }
     if (problem.empty()) return;

@@ -108,7 +108,8 @@ class ExecutorRun {
     std::span<const ir::Rank> members = m_.members(value.devices);
     e_.locals_[arg.value].clear();
     for (ir::Rank r : members) {
-      DevicePlacement where = place_on_device(m_, value.devices, layout, type.shape(), r, flat_logical_shape(m_, value));
+      DevicePlacement where =
+          place_on_device(m_, value.devices, layout, type.shape(), r, flat_logical_shape(m_, value));
       e_.locals_[arg.value].push_back(local_part(*logical, where, type.shape()));
       e_.locals_[arg.value].back().dtype = type.dtype;
     }

@@ -125,8 +125,7 @@ HostTensor local_part(const HostTensor& logical, const DevicePlacement& where, s
 }
 
 GatheredTensor gather_logical(const ir::Module& module, ir::DeviceSetId set, const ir::Layout& layout,
-                              std::span<const HostTensor* const> locals,
-                              std::span<const int64_t> flat_logical_shape) {
+                              std::span<const HostTensor* const> locals, std::span<const int64_t> flat_logical_shape) {
   std::span<const ir::Rank> members = module.members(set);
   GatheredTensor out;
   std::vector<DevicePlacement> places;
@@ -150,7 +149,8 @@ GatheredTensor gather_logical(const ir::Module& module, ir::DeviceSetId set, con
     if (places[m].first_replica) continue;
     for (size_t k = 0; k < members.size(); ++k) {
       if (!places[k].first_replica || places[k].offset != places[m].offset ||
-          places[k].flat_index != places[m].flat_index) continue;
+          places[k].flat_index != places[m].flat_index)
+        continue;
       if (places[k].first_on_partial != places[m].first_on_partial) continue;
       bool same_partial_coords = true;
       for (int a = 0; a < module.mesh().axis_count(); ++a)

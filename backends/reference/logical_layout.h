@@ -19,7 +19,7 @@ namespace dstc::reference {
 
 struct DevicePlacement {
   std::vector<int64_t> logical_shape;
-  std::vector<int64_t> offset;   // first logical index of the local block, per dim
+  std::vector<int64_t> offset;  // first logical index of the local block, per dim
   // S(flat): the local value is chunk `flat_index` of the block (of
   // `block_shape`, at `offset`) flattened; flat_index < 0 otherwise.
   std::vector<int64_t> block_shape;

@@ -203,10 +203,10 @@ PartialInference infer_partial(const ir::Module& module, const ir::Function& f, 
         bool max = attrs.string("op") == "max";
         uint32_t missing = over & ~(max ? p.any() : p.sum);
         if (!max && missing != 0)
-          return fail(fmt::format("{} over [{}] sums {}, which is not partial on {}: every member holds the whole "
-                                  "value, so the sum counts it once per member",
-                                  ir::op_name(op.kind), axis_names(mesh, over), name(static_cast<size_t>(i)),
-                                  axis_names(mesh, missing)));
+          return fail(fmt::format(
+              "{} over [{}] sums {}, which is not partial on {}: every member holds the whole "
+              "value, so the sum counts it once per member",
+              ir::op_name(op.kind), axis_names(mesh, over), name(static_cast<size_t>(i)), axis_names(mesh, missing)));
         p.sum &= ~over;
         p.max &= ~over;
       } else if ((p.any() & over) != 0) {

@@ -253,8 +253,9 @@ class StrategyElaborator {
             diag::kBadConfig, e.key_range,
             fmt::format(
                 "unknown key '{}' in {} (keys: batch, {}precision)", e.key, run.training ? "train" : "inference",
-                run.training ? "optimizer, accumulate, master_weights, grad_precision, overlap_grad_reduce, grad_bucket, "
-                             : ""));
+                run.training
+                    ? "optimizer, accumulate, master_weights, grad_precision, overlap_grad_reduce, grad_bucket, "
+                    : ""));
       }
     }
     if (master_weights_range_.valid() && run.precision == ir::DType::F32) {

@@ -316,6 +316,14 @@ std::vector<ir::ValueId> Lowering::emit_boxing_step(const Emit& at, const AxisTr
   std::vector<ir::AttrValue> attrs;
   std::vector<int64_t> block;
   const bool max = current[step.axis].kind == ir::Sbp::PartialMax;
+  // reduce_scatter and shard: into S(to_dim) or flat chunks.
+  auto split_to_target = [&] {
+    next[step.axis] = step.flat ? ir::Sbp{ir::Sbp::Flat, 0} : split(step.to_dim);
+    if (step.flat)
+      attrs.push_back(ir::AttrValue::boolean("flat", true));
+    else
+      attrs.push_back(ir::AttrValue::integer("dim", step.to_dim));
+  };
   switch (step.op) {
     case ir::OpKind::AllGather:
       next[step.axis] = kBroadcast;
@@ -332,11 +340,7 @@ std::vector<ir::ValueId> Lowering::emit_boxing_step(const Emit& at, const AxisTr
       if (max) attrs.push_back(ir::AttrValue::string("op", "max"));
       break;
     case ir::OpKind::ReduceScatter:
-      next[step.axis] = step.flat ? ir::Sbp{ir::Sbp::Flat, 0} : split(step.to_dim);
-      if (step.flat)
-        attrs.push_back(ir::AttrValue::boolean("flat", true));
-      else
-        attrs.push_back(ir::AttrValue::integer("dim", step.to_dim));
+      split_to_target();
       if (max) attrs.push_back(ir::AttrValue::string("op", "max"));
       break;
     case ir::OpKind::AllToAll:
@@ -345,11 +349,7 @@ std::vector<ir::ValueId> Lowering::emit_boxing_step(const Emit& at, const AxisTr
       attrs.push_back(ir::AttrValue::integer("concat_dim", step.from_dim));
       break;
     case ir::OpKind::Shard:
-      next[step.axis] = step.flat ? ir::Sbp{ir::Sbp::Flat, 0} : split(step.to_dim);
-      if (step.flat)
-        attrs.push_back(ir::AttrValue::boolean("flat", true));
-      else
-        attrs.push_back(ir::AttrValue::integer("dim", step.to_dim));
+      split_to_target();
       attrs.push_back(ir::AttrValue::integer("parts", spec.mesh.axes()[step.axis].size));
       attrs.push_back(ir::AttrValue::integer("axis", step.axis));
       break;

@@ -262,8 +262,8 @@ class Lowering {
     std::vector<int32_t> params;
   };
   std::vector<std::vector<GradBucket>> grad_buckets_;  // per stage: the open ones
-  std::vector<EinsumSpecs> einsum_specs_;             // per op, filled on first use
-  std::vector<int32_t> weight_blocks_done_;           // per stage
+  std::vector<EinsumSpecs> einsum_specs_;              // per op, filled on first use
+  std::vector<int32_t> weight_blocks_done_;            // per stage
   std::vector<ir::ValueId> loss_values_;
   std::vector<ir::LayoutId> layout_ids_;  // append_op's scratch
   uint32_t next_channel_ = 1;

@@ -155,8 +155,9 @@ void Lowering::sync_param_grad(int32_t t, int32_t stage) {
   if (grad_buckets_.empty()) grad_buckets_.resize(stage_ops_.size());
   std::vector<GradBucket>& open = grad_buckets_[stage];
   GradBucket key{module_.intern_layout(from), module_.intern_layout(to), type.dtype, 0, 0, {}};
-  auto it = std::find_if(open.begin(), open.end(),
-                         [&](const GradBucket& b) { return b.from == key.from && b.to == key.to && b.dtype == key.dtype; });
+  auto it = std::find_if(open.begin(), open.end(), [&](const GradBucket& b) {
+    return b.from == key.from && b.to == key.to && b.dtype == key.dtype;
+  });
   if (it == open.end()) {
     // Megatron-Core's default: max(40M, 1M x the group reduced over)
     // parameters, larger groups needing larger buckets to stay off the

@@ -83,9 +83,9 @@ std::vector<AxisTransfer> plan_boxing(const ir::Layout& from, const ir::Layout& 
   }
   std::vector<AxisTransfer> middle = plan_blocks(block_from, block_to);
   const AxisTransfer gather_step{ir::OpKind::AllGather, gather, -1, -1, true};
-  const AxisTransfer flatten_step{block_to[flat < 0 ? 0 : flat].kind == ir::Sbp::Broadcast ? ir::OpKind::Shard
-                                                                                         : ir::OpKind::ReduceScatter,
-                                  flat, -1, -1, true};
+  const AxisTransfer flatten_step{
+      block_to[flat < 0 ? 0 : flat].kind == ir::Sbp::Broadcast ? ir::OpKind::Shard : ir::OpKind::ReduceScatter, flat,
+      -1, -1, true};
   // All-reduces and partializes act elementwise, on a flat chunk as on the
   // block: they run between flattening first and gathering last, so they
   // move the chunk (HSDP's cross-node all-reduce of the shard).

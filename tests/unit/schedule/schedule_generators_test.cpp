@@ -149,8 +149,10 @@ TEST(Schedules, EveryBuiltinScheduleIsSoundAndCompletes) {
                             ScheduleKind::ZeroBubbleH1, ScheduleKind::ZeroBubbleV}) {
     for (int32_t p = 1; p <= 5; ++p) {
       for (int32_t m = 1; m <= 9; ++m) {
-        for (int32_t v = kind == ScheduleKind::ZeroBubbleV ? 2 : 1;
-             v <= (kind == ScheduleKind::Interleaved ? 3 : kind == ScheduleKind::ZeroBubbleV ? 2 : 1); ++v) {
+        for (int32_t v = kind == ScheduleKind::ZeroBubbleV ? 2 : 1; v <= (kind == ScheduleKind::Interleaved   ? 3
+                                                                          : kind == ScheduleKind::ZeroBubbleV ? 2
+                                                                                                              : 1);
+             ++v) {
           if (kind == ScheduleKind::Interleaved && m % p != 0) continue;
           for (bool forward_only : {false, true}) {
             ScheduleTable t = make(kind, p, m, v, 0, forward_only);
