@@ -200,6 +200,16 @@ TEST(Lowering, ZeroOneAndTwoReduceScatterAndAllGatherTheParameterBytes) {
   }
 }
 
+// `** memory(optimizer) [dp: sbp]` on a [dp, tp] mesh: only dp written.
+void shard_optimizer_over_dp(StrategySpec& spec, const LogicalGraph& graph, ir::Sbp sbp) {
+  for (size_t t = 0; t < graph.tensors.size(); ++t) {
+    if (graph.tensors[t].kind != TensorKind::Param) continue;
+    TensorLayoutConfig zero1{{sbp, kBroadcast}, {}};
+    zero1.written = 1u;
+    spec.memory[t].optimizer = zero1;
+  }
+}
+
 TEST(Lowering, ZeroOneOverDataParallelKeepsTheTensorParallelSplit) {
   // `** memory(optimizer) [dp: S(0)]` on a [dp, tp] mesh: the tp axis is not
   // written, so each weight's Adam state is sharded over dp on top of the
@@ -209,12 +219,7 @@ TEST(Lowering, ZeroOneOverDataParallelKeepsTheTensorParallelSplit) {
   const int tp = 4, dp = 2;
   Gpt gpt = make_gpt(2, 8, 16, 32, 8, 64);
   StrategySpec spec = megatron(gpt, dp, tp, 8);
-  for (size_t t = 0; t < gpt.graph.tensors.size(); ++t) {
-    if (gpt.graph.tensors[t].kind != TensorKind::Param) continue;
-    TensorLayoutConfig zero1{{ir::Sbp{ir::Sbp::Split, 0}, kBroadcast}, {}};
-    zero1.written = 1u;  // dp only
-    spec.memory[t].optimizer = zero1;
-  }
+  shard_optimizer_over_dp(spec, gpt.graph, ir::Sbp{ir::Sbp::Split, 0});
   auto c = compile(gpt.graph, spec);
   const ir::Module& m = c->result->module;
   const ir::Function& f = c->f();
@@ -250,12 +255,7 @@ TEST(Lowering, FlatDistributedOptimizerShardsAnyDataParallelSize) {
   const int tp = 2, dp = 3;
   Gpt gpt = make_gpt(1, 6, 16, 32, 8, 64);
   StrategySpec spec = megatron(gpt, dp, tp, 6);
-  for (size_t t = 0; t < gpt.graph.tensors.size(); ++t) {
-    if (gpt.graph.tensors[t].kind != TensorKind::Param) continue;
-    TensorLayoutConfig zero1{{ir::Sbp{ir::Sbp::Flat, 0}, kBroadcast}, {}};
-    zero1.written = 1u;  // dp only
-    spec.memory[t].optimizer = zero1;
-  }
+  shard_optimizer_over_dp(spec, gpt.graph, ir::Sbp{ir::Sbp::Flat, 0});
   auto c = compile(gpt.graph, spec);
   const ir::Module& m = c->result->module;
   const ir::Function& f = c->f();
