@@ -160,16 +160,18 @@ bool cross_entropy_grad(const HostTensor& dloss, const HostTensor& logits, const
 void attention_grad(const HostTensor& dout, const HostTensor& q, const HostTensor& k, const HostTensor& v, bool causal,
                     double scale, HostTensor& dq, HostTensor& dk, HostTensor& dv) {
   const int64_t bh = q.dim(0) * q.dim(1), s = q.dim(2), d = q.dim(3), t = k.dim(2), e = v.dim(3);
+  const int64_t group = q.dim(1) / k.dim(1);  // q heads per k/v head: their gradients add up
   if (scale == 0) scale = 1.0 / std::sqrt(static_cast<double>(d));
   std::vector<double> p(static_cast<size_t>(t)), dp(static_cast<size_t>(t));
   for (int64_t b = 0; b < bh; ++b) {
+    const int64_t kv = b / group;
     const double* pq = q.data.data() + b * s * d;
-    const double* pk = k.data.data() + b * t * d;
-    const double* pv = v.data.data() + b * t * e;
+    const double* pk = k.data.data() + kv * t * d;
+    const double* pv = v.data.data() + kv * t * e;
     const double* po = dout.data.data() + b * s * e;
     double* gq = dq.data.data() + b * s * d;
-    double* gk = dk.data.data() + b * t * d;
-    double* gv = dv.data.data() + b * t * e;
+    double* gk = dk.data.data() + kv * t * d;
+    double* gv = dv.data.data() + kv * t * e;
     for (int64_t i = 0; i < s; ++i) {
       const int64_t visible = causal ? std::min(t, i + (t - s) + 1) : t;
       double mx = -std::numeric_limits<double>::infinity(), z = 0;

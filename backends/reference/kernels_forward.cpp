@@ -273,12 +273,14 @@ bool cross_entropy(const HostTensor& logits, const HostTensor& labels, bool mean
 void attention(const HostTensor& q, const HostTensor& k, const HostTensor& v, bool causal, double scale,
                HostTensor& out) {
   const int64_t bh = q.dim(0) * q.dim(1), s = q.dim(2), d = q.dim(3), t = k.dim(2), dv = v.dim(3);
+  const int64_t group = q.dim(1) / k.dim(1);  // q heads per k/v head
   if (scale == 0) scale = 1.0 / std::sqrt(static_cast<double>(d));
   std::vector<double> p(static_cast<size_t>(t));
   for (int64_t b = 0; b < bh; ++b) {
+    const int64_t kv = b / group;  // (batch, head) -> (batch, its k/v head)
     const double* pq = q.data.data() + b * s * d;
-    const double* pk = k.data.data() + b * t * d;
-    const double* pv = v.data.data() + b * t * dv;
+    const double* pk = k.data.data() + kv * t * d;
+    const double* pv = v.data.data() + kv * t * dv;
     double* po = out.data.data() + b * s * dv;
     for (int64_t i = 0; i < s; ++i) {
       const int64_t visible = causal ? std::min(t, i + (t - s) + 1) : t;

@@ -1,4 +1,6 @@
 // Attention: softmax(q kᵀ) v over [..., s, d].
+#include <fmt/format.h>
+
 #include "compiler/ops/dims_checks.h"
 
 namespace dstc::ops {
@@ -12,7 +14,18 @@ DimsResult attention_dims(const DimsQuery& query, OpError& error) {
   }
   size_t n = q.size();
   for (size_t i = 0; i + 2 < n; ++i) {
-    if (q[i] != k[i] || q[i] != v[i]) return fail(error, "q, k and v must share their leading dims", 1);
+    if (k[i] != v[i]) return fail(error, "k and v must share their leading dims", 2);
+    // The heads dim (before s): k and v may have fewer, each shared by a
+    // contiguous group of q's (grouped-query attention; one: multi-query).
+    if (i + 3 == n && q[i] != k[i]) {
+      if (k[i].size < 1 || q[i].size % k[i].size != 0)
+        return fail(error,
+                    fmt::format("k and v have {} heads ({}), which do not divide q's {} ({}) into equal groups",
+                                k[i].size, k[i].name, q[i].size, q[i].name),
+                    1);
+      continue;
+    }
+    if (q[i] != k[i]) return fail(error, "q, k and v must share their leading dims but the heads", 1);
   }
   if (q[n - 1].size != k[n - 1].size) return fail(error, "q and k must have the same last dim size", 1);
   if (k[n - 2].size != v[n - 2].size) return fail(error, "k and v must have the same sequence dim size", 2);

@@ -196,13 +196,19 @@ std::optional<AxisSignature> signature_for(const LogicalGraph& graph, const Logi
       r = split_by_name(op, dim);
       break;
     case ops::SplitRule::ReshapeGroups: r = reshape_split(graph, op, dim, why_not); break;
-    case ops::SplitRule::BatchAndHeadsOnly:
-      if (int a = axis_of(x, dim); a != 0 && a != 1) {
-        why_not = fmt::format("{} can split only its batch and head dims, not '{}'", name, dim);
+    case ops::SplitRule::BatchAndHeadsOnly: {
+      // By q's dim position: k and v's heads may be named apart (GQA) and
+      // split with q's, each device keeping whole groups.
+      int a = axis_of(x, dim);
+      if (a < 0 || a + 2 > last) {
+        why_not = fmt::format("{} can split only q's leading (batch and head) dims, not '{}'", name, dim);
         return std::nullopt;
       }
-      r = split_by_name(op, dim);
+      r.emplace();
+      r->inputs.assign(op.inputs.size(), ir::Sbp{ir::Sbp::Split, static_cast<uint8_t>(a)});
+      r->output = {ir::Sbp::Split, static_cast<uint8_t>(a)};
       break;
+    }
     case ops::SplitRule::ToPartialMax:
       r = split_by_name(op, dim);
       if (r->output.kind == ir::Sbp::PartialSum) r->output = {ir::Sbp::PartialMax, 0};

@@ -77,10 +77,12 @@ TEST(Kernels, ActivationSoftmaxLayerNormGradientsAreDerivatives) {
 }
 
 TEST(Kernels, AttentionGradientIsItsDerivative) {
-  for (bool causal : {false, true}) {
-    HostTensor q = random_tensor({1, 2, 3, 4}, 5), k = random_tensor({1, 2, 3, 4}, 6),
-               v = random_tensor({1, 2, 3, 4}, 7);
-    HostTensor w = random_tensor({1, 2, 3, 4}, 8);
+  // Equal heads, grouped-query (4 q heads on 2 k/v heads) and multi-query
+  // (one): a shared k/v head's gradient sums its group's.
+  for (auto [causal, kv_heads] : {std::pair{false, 4}, std::pair{true, 4}, std::pair{true, 2}, std::pair{false, 1}}) {
+    HostTensor q = random_tensor({2, 4, 3, 4}, 5), k = random_tensor({2, kv_heads, 3, 4}, 6),
+               v = random_tensor({2, kv_heads, 3, 4}, 7);
+    HostTensor w = random_tensor({2, 4, 3, 4}, 8);
     HostTensor dq(ir::DType::F64, q.shape), dk(ir::DType::F64, k.shape), dv(ir::DType::F64, v.shape);
     kernels::attention_grad(w, q, k, v, causal, 0, dq, dk, dv);
     auto run = [&](const HostTensor& a, const HostTensor& b, const HostTensor& c) {
@@ -92,6 +94,22 @@ TEST(Kernels, AttentionGradientIsItsDerivative) {
     expect_gradient([&](const HostTensor& x) { return run(q, x, v); }, k, w, dk, "attention dk");
     expect_gradient([&](const HostTensor& x) { return run(q, k, x); }, v, w, dv, "attention dv");
   }
+}
+
+// Grouped-query attention is attention with each k/v head repeated for
+// its group of q heads (q head i reads k/v head i / group).
+TEST(Kernels, GroupedQueryAttentionRepeatsEachKeyValueHeadForItsGroup) {
+  HostTensor q = random_tensor({1, 4, 3, 2}, 11), k = random_tensor({1, 2, 3, 2}, 12), v = random_tensor({1, 2, 3, 2}, 13);
+  HostTensor k4(k.dtype, std::vector<int64_t>{1, 4, 3, 2}), v4(v.dtype, std::vector<int64_t>{1, 4, 3, 2});
+  for (size_t h = 0; h < 4; ++h)
+    for (size_t i = 0; i < 6; ++i) {
+      k4.data[h * 6 + i] = k.data[(h / 2) * 6 + i];
+      v4.data[h * 6 + i] = v.data[(h / 2) * 6 + i];
+    }
+  HostTensor grouped(q.dtype, q.shape), repeated(q.dtype, q.shape);
+  kernels::attention(q, k, v, true, 0, grouped);
+  kernels::attention(q, k4, v4, true, 0, repeated);
+  EXPECT_EQ(grouped.data, repeated.data);
 }
 
 TEST(Kernels, CrossEntropyConvPoolAndBatchNormGradientsAreDerivatives) {
