@@ -216,6 +216,17 @@ bool cross_entropy_shape(const OpContext& ctx, Types& out, std::string& error) {
   return true;
 }
 
+bool rope_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& x = ctx.operands[0];
+  if (!require_float(x, "x", error)) return false;
+  int64_t dim = ctx.attrs.integer("dim");
+  if (!normalize_dim(dim, x.rank, error)) return false;
+  if (dim == x.rank - 1 || x.dim(x.rank - 1) % 2 != 0)
+    return fail(error, "rope rotates pairs of the last dim of {} by positions along another, not dim {}", str(x), dim);
+  out.push_back(x);
+  return true;
+}
+
 bool attention_shape(const OpContext& ctx, Types& out, std::string& error) {
   const TensorType& q = ctx.operands[0];
   const TensorType& k = ctx.operands[1];
@@ -561,6 +572,12 @@ void add_forward_ops(std::vector<OpInfo>& t) {
         make_op(k, 2, 2, 1, {}, binary_shape, [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
   t.push_back(make_op(OpKind::Scale, 1, 1, 1, {required("factor", AttrType::Float)}, float_unary_shape,
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
+  // Rotary position embedding: x·cos + rotate_half(x)·sin, positions along
+  // `dim`, the last dim rotated in pairs (i, i + d/2); inverse rotates back
+  // (its gradient). Three flops per element, the angles computed in place.
+  t.push_back(make_op(OpKind::Rope, 1, 1, 1,
+                      {required("dim", AttrType::Int), float_attr("base", 10000), bool_attr("inverse", false)},
+                      rope_shape, [](const OpContext& c, Results r) { return elementwise_cost(c, r, 3); }));
   for (const PointwiseOp& p : pointwise_ops()) {
     OpInfo op = make_op(p.kind, 1, 1, 1, {}, float_unary_shape, [](const OpContext& c, Results r) {
       return elementwise_cost(c, r, find_pointwise(c.attrs.kind())->flops);

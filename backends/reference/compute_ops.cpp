@@ -95,6 +95,16 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
       kernels::batchnorm_apply(x(0), batch_stats(attrs, x(1), x(2)), x(3), x(4), y);
       return {};
     case OpKind::Scale: kernels::scale(x(0), attrs.real("factor"), y); return {};
+    case OpKind::Rope: {
+      // Positions are logical: a shard of the sequence starts at its offset.
+      const int dim = normalized(attrs.integer("dim"), x(0).rank());
+      ir::ValueId result = ctx.function.result(ctx.op);
+      const ir::Value& value = ctx.function.values[result];
+      ir::Layout layout = value.layout != ir::kNoLayout ? ctx.module.layout(value.layout) : ir::Layout{};
+      DevicePlacement where = place_on_device(ctx.module, value.devices, layout, y.shape, ctx.rank);
+      kernels::rope(x(0), dim, attrs.real("base"), attrs.boolean("inverse"), where.offset[static_cast<size_t>(dim)], y);
+      return {};
+    }
     case OpKind::Softmax: kernels::softmax(x(0), normalized(attrs.integer("dim"), x(0).rank()), y); return {};
     case OpKind::LayerNorm: kernels::layernorm(x(0), x(1), x(2), attrs.real("eps"), y); return {};
     case OpKind::Dropout: {

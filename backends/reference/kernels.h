@@ -21,6 +21,9 @@ enum class Binary : uint8_t { Add, Sub, Mul, Div, Max };
 // b is a's trailing dims, broadcast over the leading ones.
 void binary(Binary op, const HostTensor& a, const HostTensor& b, HostTensor& out);
 void scale(const HostTensor& x, double factor, HostTensor& out);
+// Rotary position embedding: pairs (i, i + d/2) of the last dim rotated by
+// (first_position + index along dim) · base^(-2i/d); inverse: back.
+void rope(const HostTensor& x, int dim, double base, bool inverse, int64_t first_position, HostTensor& out);
 // The activation `op` (ir/pointwise_ops.def), element by element.
 void pointwise(const ir::PointwiseOp& op, const HostTensor& x, HostTensor& out);
 void softmax(const HostTensor& x, int dim, HostTensor& out);

@@ -270,6 +270,27 @@ bool cross_entropy(const HostTensor& logits, const HostTensor& labels, bool mean
   return true;
 }
 
+void rope(const HostTensor& x, int dim, double base, bool inverse, int64_t first_position, HostTensor& out) {
+  const int rank = x.rank();
+  const int64_t d = x.dim(rank - 1), half = d / 2;
+  // Elements between consecutive positions, and how many positions.
+  int64_t inner = 1;
+  for (int a = dim + 1; a < rank; ++a) inner *= x.dim(a);
+  const int64_t positions = x.dim(dim);
+  const double sign = inverse ? -1 : 1;
+  for (int64_t row = 0; row < x.numel() / d; ++row) {
+    const int64_t position = first_position + (row * d / inner) % positions;
+    const double* in = x.data.data() + row * d;
+    double* o = out.data.data() + row * d;
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = static_cast<double>(position) * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+      const double c = std::cos(angle), sn = sign * std::sin(angle);
+      o[i] = in[i] * c - in[i + half] * sn;
+      o[i + half] = in[i + half] * c + in[i] * sn;
+    }
+  }
+}
+
 void attention(const HostTensor& q, const HostTensor& k, const HostTensor& v, bool causal, double scale,
                HostTensor& out) {
   const int64_t bh = q.dim(0) * q.dim(1), s = q.dim(2), d = q.dim(3), t = k.dim(2), dv = v.dim(3);

@@ -40,6 +40,7 @@ Linearity linearity(OpKind kind, size_t operands) {
     case OpKind::Conv2dWeightGrad: return Linearity::Product;
     case OpKind::Einsum: return operands == 2 ? Linearity::Product : Linearity::First;
     case OpKind::Scale:
+    case OpKind::Rope:
     case OpKind::Div:
     case OpKind::Expand:
     case OpKind::Sum:

@@ -234,6 +234,10 @@ class LogicalGraphBuilder {
         out.axis = dim_attr("dim");
         if (out.axis < 0) out.axis = rank - 1;
         break;
+      case OpKind::Rope:
+        out.axis = dim_attr("dim");
+        out.base = float_attr("base", 10000);
+        break;
       case OpKind::LayerNorm:
         out.eps = float_attr("eps", 1e-5);
         if (int d = dim_attr("dim"); d >= 0 && d != rank - 1) {

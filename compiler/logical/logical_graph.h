@@ -48,12 +48,13 @@ struct LogicalOp {
   std::vector<std::string> output_dims;
   int32_t node = -1;  // the layer (leaf) it belongs to
   // Attributes, as the op type uses them.
-  int32_t axis = -1;          // Softmax, LogSoftmax: normalized axis; Select: selected; Concat: joined
+  int32_t axis = -1;          // Softmax, LogSoftmax: normalized axis; Select: selected; Concat: joined; Rope: positions
   std::vector<int32_t> axes;  // Sum, Mean, Max: reduced axes of the input, increasing
   int64_t index = 0;          // Select
   double p = 0;               // Dropout probability
   double eps = 1e-5;          // LayerNorm, RmsNorm, BatchNorm
   double factor = 1;          // Scale
+  double base = 10000;        // Rope: the frequency base (Llama 3: 500000)
   int64_t kernel = 1;         // MaxPool2d, AvgPool2d
   int64_t stride = 1;         // Conv2d, MaxPool2d, AvgPool2d
   int64_t padding = 0;        // Conv2d, MaxPool2d, AvgPool2d

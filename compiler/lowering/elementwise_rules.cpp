@@ -19,6 +19,9 @@ ir::ValueId Lowering::forward_elementwise(const ForwardStep& f) {
     case ops::OpKind::Sqrt: return append(f.at, OpKind::Sqrt, {f.in[0]}, {}, f.out);
     case ops::OpKind::Scale:
       return append(f.at, OpKind::Scale, {f.in[0]}, {AttrValue::real("factor", f.lop.factor)}, f.out);
+    case ops::OpKind::Rope:
+      return append(f.at, OpKind::Rope, {f.in[0]},
+                    {AttrValue::integer("dim", f.lop.axis), AttrValue::real("base", f.lop.base)}, f.out);
     case ops::OpKind::Dropout: {
       std::vector<ir::ValueId> operands{f.in[0]};
       std::vector<AttrValue> attrs{AttrValue::real("p", f.lop.p), AttrValue::integer("seed", f.op)};
@@ -88,6 +91,13 @@ void Lowering::backward_elementwise(BackwardStep& s) {
     case ops::OpKind::Scale:
       if (s.wanted(0))
         s.give(0, append(s.emit_at(0), OpKind::Scale, {s.g}, {AttrValue::real("factor", s.lop.factor)},
+                         s.grad_layout_of(0)));
+      break;
+    case ops::OpKind::Rope:  // a rotation: its gradient rotates back
+      if (s.wanted(0))
+        s.give(0, append(s.emit_at(0), OpKind::Rope, {s.g},
+                         {AttrValue::integer("dim", s.lop.axis), AttrValue::real("base", s.lop.base),
+                          AttrValue::boolean("inverse", true)},
                          s.grad_layout_of(0)));
       break;
     case ops::OpKind::Dropout:

@@ -13,6 +13,7 @@ DimsResult contraction_dims(const DimsQuery& q, OpError& error);
 // elementwise.cpp
 DimsResult broadcast_dims(const DimsQuery& q, OpError& error);
 DimsResult same_dims(const DimsQuery& q, OpError& error);
+DimsResult rope_dims(const DimsQuery& q, OpError& error);
 // normalization.cpp
 DimsResult along_dim_dims(const DimsQuery& q, OpError& error);
 DimsResult normalized_dims(const DimsQuery& q, OpError& error);

@@ -113,6 +113,7 @@ inline constexpr SplitRule kNormalizesOverAttrDim{SplitRule::RefuseAttrDim, "nor
 inline constexpr SplitRule kPicksFromAttrDim{SplitRule::RefuseAttrDim, "picks one index of"};
 inline constexpr SplitRule kJoinsAlongAttrDim{SplitRule::RefuseAttrDim, "joins its inputs along"};
 inline constexpr SplitRule kNormalizesOverLastDim{SplitRule::RefuseLastDim, "normalizes over"};
+inline constexpr SplitRule kRotatesLastDim{SplitRule::RefuseLastDim, "rotates pairs of"};
 inline constexpr SplitRule kSlidesWindow{SplitRule::RefuseWindow, "slides its window over"};
 inline constexpr SplitRule kSlidesKernelWindow{SplitRule::RefuseKernelAndWindow, "slides its window over"};
 inline constexpr SplitRule kKeepsClassDimWhole{SplitRule::KeepClassDim, {}};

@@ -112,6 +112,31 @@ TEST(Kernels, GroupedQueryAttentionRepeatsEachKeyValueHeadForItsGroup) {
   EXPECT_EQ(grouped.data, repeated.data);
 }
 
+// Rotary embedding: a rotation of each pair (i, i + d/2) by position ·
+// base^(-2i/d), positions along dim 1 counted from the shard's first; its
+// inverse is its gradient.
+TEST(Kernels, RopeRotatesPairsByPositionAndItsInverseIsItsGradient) {
+  HostTensor x = random_tensor({2, 3, 2, 4}, 14), y(x.dtype, x.shape), back(x.dtype, x.shape);
+  kernels::rope(x, 1, 100.0, false, 5, y);
+  // Element [0, 1, 0, 0] and its pair [0, 1, 0, 2]: position 5 + 1, angle 6 · 100^0.
+  const double a = x.data[8], b = x.data[10];
+  EXPECT_NEAR(y.data[8], a * std::cos(6.0) - b * std::sin(6.0), 1e-12);
+  EXPECT_NEAR(y.data[10], b * std::cos(6.0) + a * std::sin(6.0), 1e-12);
+  // Element [0, 1, 0, 1]: angle 6 · 100^(-1/2).
+  EXPECT_NEAR(y.data[9], x.data[9] * std::cos(0.6) - x.data[11] * std::sin(0.6), 1e-12);
+  kernels::rope(y, 1, 100.0, true, 5, back);
+  for (size_t i = 0; i < x.data.size(); ++i) EXPECT_NEAR(back.data[i], x.data[i], 1e-12);
+  HostTensor w = random_tensor({2, 3, 2, 4}, 15), dx(x.dtype, x.shape);
+  kernels::rope(w, 1, 100.0, true, 5, dx);
+  expect_gradient(
+      [&](const HostTensor& in) {
+        HostTensor out(in.dtype, in.shape);
+        kernels::rope(in, 1, 100.0, false, 5, out);
+        return out;
+      },
+      x, w, dx, "rope dx");
+}
+
 TEST(Kernels, CrossEntropyConvPoolAndBatchNormGradientsAreDerivatives) {
   HostTensor logits = random_tensor({4, 3}, 9), labels(ir::DType::I32, std::vector<int64_t>{4});
   labels.data = {0, 2, 1, 2};
