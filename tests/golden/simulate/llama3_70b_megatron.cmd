@@ -1,0 +1,1 @@
+compile examples/llama3_70b_megatron.dstrat --simulate

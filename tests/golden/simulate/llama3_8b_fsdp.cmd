@@ -1,0 +1,1 @@
+compile examples/llama3_8b_fsdp.dstrat --simulate
