@@ -506,13 +506,19 @@ class StrategyElaborator {
         explain_no_match(error, *sel);
         return;
       }
+      // A leaf takes only `recompute` (selective recomputation, e.g. of the
+      // attention core); micro-batches and schedules belong to inner nodes.
+      const ConfigEntry* not_recompute = nullptr;
+      for (const ConfigEntry& e : s.entries)
+        if (e.key != "recompute" && !not_recompute) not_recompute = &e;
       for (NodeId n : nodes) {
         const Node& node = out_.model->nodes[n];
-        if (node.is_leaf()) {
+        if (node.is_leaf() && not_recompute) {
           diags_
-              .error(
-                  diag::kScheduleOnLeaf, s.selectors[0].range,
-                  fmt::format("schedule configs go on inner nodes, but {} is a leaf ({})", node.path, node.component))
+              .error(diag::kScheduleOnLeaf, not_recompute->key_range,
+                     fmt::format("{} is a leaf ({}); a leaf's schedule config sets only recompute, {} goes on "
+                                 "an inner node",
+                                 node.path, node.component, not_recompute->key))
               .note(node.range, "instantiated here");
           return;
         }
