@@ -103,8 +103,8 @@ bool attention_grad_shape(const OpContext& ctx, Types& out, std::string& error) 
   TensorType expected = q;
   expected.dims[3] = v.dim(3);
   if (!(dout == expected) || k.dim(3) != q.dim(3) || v.dim(2) != k.dim(2) || k.dim(0) != q.dim(0) ||
-      v.dim(0) != q.dim(0) || v.dim(1) != k.dim(1) || k.dim(1) < 1 || q.dim(1) % k.dim(1) != 0 ||
-      k.dtype != q.dtype || v.dtype != q.dtype)
+      v.dim(0) != q.dim(0) || v.dim(1) != k.dim(1) || k.dim(1) < 1 || q.dim(1) % k.dim(1) != 0 || k.dtype != q.dtype ||
+      v.dtype != q.dtype)
     return fail(error, "dout {}, q {}, k {} and v {} do not form an attention", str(dout), str(q), str(k), str(v));
   out.push_back(q);
   out.push_back(k);

@@ -237,10 +237,8 @@ bool attention_shape(const OpContext& ctx, Types& out, std::string& error) {
   if (q.dtype != k.dtype || q.dtype != v.dtype) return fail(error, "q, k and v differ in dtype");
   // Grouped-query attention: k and v may have fewer heads, each shared by
   // a contiguous group of q's (GQA; one head: MQA).
-  if (k.dim(0) != q.dim(0) || v.dim(0) != q.dim(0) || v.dim(1) != k.dim(1) || k.dim(1) < 1 ||
-      q.dim(1) % k.dim(1) != 0)
-    return fail(error, "q {}, k {} and v {} differ in batch, or k's heads do not divide q's", str(q), str(k),
-                str(v));
+  if (k.dim(0) != q.dim(0) || v.dim(0) != q.dim(0) || v.dim(1) != k.dim(1) || k.dim(1) < 1 || q.dim(1) % k.dim(1) != 0)
+    return fail(error, "q {}, k {} and v {} differ in batch, or k's heads do not divide q's", str(q), str(k), str(v));
   if (k.dim(3) != q.dim(3)) return fail(error, "q {} and k {} differ in head size", str(q), str(k));
   if (v.dim(2) != k.dim(2)) return fail(error, "k {} and v {} differ in key length", str(k), str(v));
   TensorType r = q;

@@ -283,7 +283,8 @@ void rope(const HostTensor& x, int dim, double base, bool inverse, int64_t first
     const double* in = x.data.data() + row * d;
     double* o = out.data.data() + row * d;
     for (int64_t i = 0; i < half; ++i) {
-      const double angle = static_cast<double>(position) * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+      const double angle =
+          static_cast<double>(position) * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(d));
       const double c = std::cos(angle), sn = sign * std::sin(angle);
       o[i] = in[i] * c - in[i + half] * sn;
       o[i + half] = in[i + half] * c + in[i] * sn;

@@ -49,9 +49,11 @@ DimsResult rope_dims(const DimsQuery& q, OpError& error) {
   const std::string& positions = given_attr(q.attrs, "dim")->dim;
   if (!require_dim(x, positions, 0, error)) return std::nullopt;
   if (x.back().name == positions)
-    return fail(error, fmt::format("the last dim ({}) is the one rotated; positions must run along another", positions));
+    return fail(error,
+                fmt::format("the last dim ({}) is the one rotated; positions must run along another", positions));
   if (x.back().size % 2 != 0)
-    return fail(error, fmt::format("the last dim is rotated in pairs, but {} = {} is odd", x.back().name, x.back().size));
+    return fail(error,
+                fmt::format("the last dim is rotated in pairs, but {} = {} is odd", x.back().name, x.back().size));
   return check_declared(x, q.declared, error);
 }
 

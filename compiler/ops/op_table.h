@@ -94,10 +94,10 @@ enum class OutputDims : uint8_t { Inferred, Declared };
 struct SplitRule {
   enum Kind : uint8_t {
     ByName,
-    Elementwise,        // by name, and the output must hold the dim
-    RefuseAttrDim,      // not the dim its `dim` attribute names
-    RefuseLastDim,      // not its first input's last dim
-    RefuseWindow,       // not the two dims it slides a window over
+    Elementwise,    // by name, and the output must hold the dim
+    RefuseAttrDim,  // not the dim its `dim` attribute names
+    RefuseLastDim,  // not its first input's last dim
+    RefuseWindow,   // not the two dims it slides a window over
     RefuseKernelAndWindow,
     KeepClassDim,       // cross-entropy: the logits' class dim stays whole
     ReshapeGroups,      // only the outermost dim of a group it merges or splits

@@ -99,7 +99,8 @@ TEST(Kernels, AttentionGradientIsItsDerivative) {
 // Grouped-query attention is attention with each k/v head repeated for
 // its group of q heads (q head i reads k/v head i / group).
 TEST(Kernels, GroupedQueryAttentionRepeatsEachKeyValueHeadForItsGroup) {
-  HostTensor q = random_tensor({1, 4, 3, 2}, 11), k = random_tensor({1, 2, 3, 2}, 12), v = random_tensor({1, 2, 3, 2}, 13);
+  HostTensor q = random_tensor({1, 4, 3, 2}, 11), k = random_tensor({1, 2, 3, 2}, 12),
+             v = random_tensor({1, 2, 3, 2}, 13);
   HostTensor k4(k.dtype, std::vector<int64_t>{1, 4, 3, 2}), v4(v.dtype, std::vector<int64_t>{1, 4, 3, 2});
   for (size_t h = 0; h < 4; ++h)
     for (size_t i = 0; i < 6; ++i) {
