@@ -270,6 +270,12 @@ class LogicalGraphBuilder {
         out.index = index ? index->i : 0;
         break;
       }
+      case OpKind::Slice: {  // its end is the start plus the output's size
+        out.axis = dim_attr("dim");
+        const frontend::Value* start = attr(op, "start");
+        out.index = start ? start->i : 0;
+        break;
+      }
       default: break;
     }
     graph_.add_op(std::move(out));

@@ -50,7 +50,7 @@ struct LogicalOp {
   // Attributes, as the op type uses them.
   int32_t axis = -1;          // Softmax, LogSoftmax: normalized axis; Select: selected; Concat: joined; Rope: positions
   std::vector<int32_t> axes;  // Sum, Mean, Max: reduced axes of the input, increasing
-  int64_t index = 0;          // Select
+  int64_t index = 0;          // Select; Slice: the first index kept
   double p = 0;               // Dropout probability
   double eps = 1e-5;          // LayerNorm, RmsNorm, BatchNorm
   double factor = 1;          // Scale

@@ -1,4 +1,4 @@
-// Shape ops (concat, reshape, select): forward ops and gradients.
+// Shape ops (concat, reshape, select, slice): forward ops and gradients.
 // One family's rules; autodiff.cpp picks the family from the op table.
 #include "compiler/lowering/lowering_helpers.h"
 
@@ -16,6 +16,13 @@ ir::ValueId Lowering::forward_shape(const ForwardStep& f) {
       ir::TensorType shape = local_type(f.lop.output, f.out, type_of(f.in[0]).dtype);
       std::vector<int64_t> dims(shape.shape().begin(), shape.shape().end());
       return append(f.at, OpKind::Reshape, {f.in[0]}, {AttrValue::ints("shape", dims)}, f.out);
+    }
+    case ops::OpKind::Slice: {
+      int64_t size = graph.tensors[f.lop.output].dims[f.lop.axis].size;
+      return append(f.at, OpKind::Slice, {f.in[0]},
+                    {AttrValue::integer("dim", f.lop.axis), AttrValue::integer("start", f.lop.index),
+                     AttrValue::integer("end", f.lop.index + size)},
+                    f.out);
     }
     case ops::OpKind::Select: {
       ir::Layout in_layout = input_layout(f.op, 0);
@@ -58,16 +65,21 @@ void Lowering::backward_shape(BackwardStep& s) {
       }
       break;
     case ops::OpKind::Select:
+    case ops::OpKind::Slice:
       if (s.wanted(0)) {
-        // The gradient goes back to its index; the other indexes get zeros.
+        // The gradient goes back to its indexes; the others get zeros.
         Emit e = s.emit_at(0);
         ir::TensorType full = local_type(s.lop.inputs[0].tensor, input_layout(s.op, 0), type_of(s.g).dtype);
-        std::vector<int64_t> one(full.shape().begin(), full.shape().end());
-        int64_t size = one[s.lop.axis];
-        one[s.lop.axis] = 1;
-        ir::ValueId piece = append(e, OpKind::Reshape, {s.g}, {AttrValue::ints("shape", one)}, s.grad_layout_of(0));
+        std::vector<int64_t> piece_dims(full.shape().begin(), full.shape().end());
+        const int64_t size = piece_dims[s.lop.axis];
+        const int64_t kept =
+            s.lop.type == ops::OpKind::Select ? 1 : graph.tensors[s.lop.output].dims[s.lop.axis].size;
+        piece_dims[s.lop.axis] = kept;
+        ir::ValueId piece = s.g;
+        if (s.lop.type == ops::OpKind::Select)  // the selected dim comes back, of size 1
+          piece = append(e, OpKind::Reshape, {s.g}, {AttrValue::ints("shape", piece_dims)}, s.grad_layout_of(0));
         auto zeros = [&](int64_t n) {
-          std::vector<int64_t> dims = one;
+          std::vector<int64_t> dims = piece_dims;
           dims[s.lop.axis] = n;
           return append(e, OpKind::Fill, {},
                         {AttrValue::ints("shape", dims), AttrValue::string("dtype", ir::dtype_name(full.dtype))},
@@ -76,7 +88,7 @@ void Lowering::backward_shape(BackwardStep& s) {
         std::vector<ir::ValueId> parts;
         if (s.lop.index > 0) parts.push_back(zeros(s.lop.index));
         parts.push_back(piece);
-        if (s.lop.index + 1 < size) parts.push_back(zeros(size - s.lop.index - 1));
+        if (s.lop.index + kept < size) parts.push_back(zeros(size - s.lop.index - kept));
         if (parts.size() == 1) {
           s.give(0, piece);
         } else {

@@ -33,6 +33,7 @@ DimsResult global_pool_dims(const DimsQuery& q, OpError& error);
 // shape.cpp
 DimsResult concat_dims(const DimsQuery& q, OpError& error);
 DimsResult select_dims(const DimsQuery& q, OpError& error);
+DimsResult slice_dims(const DimsQuery& q, OpError& error);
 DimsResult reshape_dims(const DimsQuery& q, OpError& error);
 
 }  // namespace dstc::ops

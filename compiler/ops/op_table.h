@@ -111,6 +111,7 @@ inline constexpr SplitRule kSplitByName{SplitRule::ByName, {}};
 inline constexpr SplitRule kSplitElementwise{SplitRule::Elementwise, {}};
 inline constexpr SplitRule kNormalizesOverAttrDim{SplitRule::RefuseAttrDim, "normalizes over"};
 inline constexpr SplitRule kPicksFromAttrDim{SplitRule::RefuseAttrDim, "picks one index of"};
+inline constexpr SplitRule kTakesRangeOfAttrDim{SplitRule::RefuseAttrDim, "takes a range of"};
 inline constexpr SplitRule kJoinsAlongAttrDim{SplitRule::RefuseAttrDim, "joins its inputs along"};
 inline constexpr SplitRule kNormalizesOverLastDim{SplitRule::RefuseLastDim, "normalizes over"};
 inline constexpr SplitRule kRotatesLastDim{SplitRule::RefuseLastDim, "rotates pairs of"};

@@ -47,6 +47,20 @@ DimsResult select_dims(const DimsQuery& q, OpError& error) {
   return check_declared(out, q.declared, error);
 }
 
+DimsResult slice_dims(const DimsQuery& q, OpError& error) {
+  const std::string& dim = given_attr(q.attrs, "dim")->dim;
+  const int64_t start = given_attr(q.attrs, "start")->i, end = given_attr(q.attrs, "end")->i;
+  if (!require_dim(q.inputs[0], dim, 0, error)) return std::nullopt;
+  std::vector<Dim> out = q.inputs[0];
+  for (Dim& d : out) {
+    if (d.name != dim) continue;
+    if (start < 0 || end > d.size || start >= end)
+      return fail(error, fmt::format("{}..{} is not a range within dim {} of size {}", start, end, d.name, d.size));
+    d.size = end - start;
+  }
+  return check_declared(out, q.declared, error);
+}
+
 DimsResult reshape_dims(const DimsQuery& q, OpError& error) {
   // Element counts compared in long double: exact for counts below 2^64.
   std::vector<Dim> out;

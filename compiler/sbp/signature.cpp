@@ -197,11 +197,13 @@ std::optional<AxisSignature> signature_for(const LogicalGraph& graph, const Logi
       break;
     case ops::SplitRule::ReshapeGroups: r = reshape_split(graph, op, dim, why_not); break;
     case ops::SplitRule::BatchAndHeadsOnly: {
-      // By q's dim position: k and v's heads may be named apart (GQA) and
-      // split with q's, each device keeping whole groups.
+      // By position: k and v's heads may be named apart from q's (GQA) and
+      // split with them, each device keeping whole groups; either name
+      // picks the position.
       int a = axis_of(x, dim);
+      if (a < 0) a = axis_of(op.inputs[1].dims, dim);
       if (a < 0 || a + 2 > last) {
-        why_not = fmt::format("{} can split only q's leading (batch and head) dims, not '{}'", name, dim);
+        why_not = fmt::format("{} can split only its leading (batch and head) dims, not '{}'", name, dim);
         return std::nullopt;
       }
       r.emplace();
