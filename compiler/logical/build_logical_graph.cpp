@@ -145,17 +145,28 @@ class LogicalGraphBuilder {
           unsupported(op, fmt::format("{} takes exactly two operands here; nest it for more", ops::op_name(op.kind)));
           return;
         }
-        // The IR broadcasts the second operand over the first's leading dims;
-        // operands of commutative ops may swap to get there.
+        // The second operand broadcasts over the first's other dims (the
+        // lowering expands it where they are not leading); operands of
+        // commutative ops may swap to get there.
         bool commutative = out.type == OpKind::Add || out.type == OpKind::Mul || out.type == OpKind::Maximum;
         if (commutative && out.inputs[1].dims.size() > out.inputs[0].dims.size())
           std::swap(out.inputs[0], out.inputs[1]);
         const auto& a = out.inputs[0].dims;
         const auto& b = out.inputs[1].dims;
-        if (b.size() > a.size() || !std::equal(b.begin(), b.end(), a.end() - static_cast<std::ptrdiff_t>(b.size())) ||
-            out.output_dims != a) {
-          unsupported(op, commutative ? "one operand must be the trailing dims of the other, in the same order"
-                                      : "the second operand must be the trailing dims of the first, in the same order");
+        // b's dims must appear in a in b's order.
+        auto next = a.begin();
+        bool in_order = true;
+        for (const std::string& d : b) {
+          next = std::find(next, a.end(), d);
+          if (next == a.end()) {
+            in_order = false;
+            break;
+          }
+          ++next;
+        }
+        if (b.size() > a.size() || !in_order || out.output_dims != a) {
+          unsupported(op, commutative ? "one operand's dims must be dims of the other, in the same order"
+                                      : "the second operand's dims must be dims of the first, in the same order");
           return;
         }
         break;

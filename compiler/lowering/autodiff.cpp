@@ -88,10 +88,9 @@ Emit Lowering::BackwardStep::emit_at(size_t i) const {
 ir::Layout Lowering::BackwardStep::grad_layout_of(size_t i) const { return l.dual_layout(l.input_layout(op, i)); }
 
 ir::ValueId Lowering::BackwardStep::unbroadcast(size_t i, ir::ValueId grad) {
-  int lead = l.type_of(grad).rank - l.type_of(in(i)).rank;
-  if (lead == 0) return grad;
+  if (l.type_of(grad).rank == l.type_of(in(i)).rank) return grad;
   std::vector<int64_t> dims;
-  for (int d = 0; d < lead; ++d) dims.push_back(d);
+  for (int32_t d : dims_second_lacks(lop)) dims.push_back(d);
   return l.append(emit_at(i), ir::OpKind::Sum, {grad}, {ir::AttrValue::ints("dims", dims)}, grad_layout_of(i));
 }
 

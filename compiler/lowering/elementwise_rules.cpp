@@ -6,15 +6,30 @@
 
 namespace dstc::compiler {
 
+// The IR broadcasts a binary op's second operand over the first's leading
+// dims; over any others it is expanded first (materialized, where PyTorch
+// would stride).
+ir::ValueId Lowering::broadcast_operand(const Emit& at, int32_t op, ir::ValueId a, ir::ValueId b) {
+  std::vector<int32_t> missing = dims_second_lacks(graph.ops[op]);
+  bool leading = true;
+  for (size_t i = 0; i < missing.size(); ++i) leading &= missing[i] == static_cast<int32_t>(i);
+  if (leading) return b;
+  std::vector<int64_t> shape(type_of(a).shape().begin(), type_of(a).shape().end());
+  std::vector<int64_t> dims(missing.begin(), missing.end());
+  return append(at, ir::OpKind::Expand, {b}, {ir::AttrValue::ints("shape", shape), ir::AttrValue::ints("dims", dims)},
+                input_layout(op, 0));
+}
+
 ir::ValueId Lowering::forward_elementwise(const ForwardStep& f) {
   using ir::AttrValue;
   using ir::OpKind;
+  auto second = [&] { return broadcast_operand(f.at, f.op, f.in[0], f.in[1]); };
   switch (f.lop.type) {
-    case ops::OpKind::Add: return append(f.at, OpKind::Add, {f.in[0], f.in[1]}, {}, f.out);
-    case ops::OpKind::Sub: return append(f.at, OpKind::Sub, {f.in[0], f.in[1]}, {}, f.out);
-    case ops::OpKind::Mul: return append(f.at, OpKind::Mul, {f.in[0], f.in[1]}, {}, f.out);
-    case ops::OpKind::Div: return append(f.at, OpKind::Div, {f.in[0], f.in[1]}, {}, f.out);
-    case ops::OpKind::Maximum: return append(f.at, OpKind::Maximum, {f.in[0], f.in[1]}, {}, f.out);
+    case ops::OpKind::Add: return append(f.at, OpKind::Add, {f.in[0], second()}, {}, f.out);
+    case ops::OpKind::Sub: return append(f.at, OpKind::Sub, {f.in[0], second()}, {}, f.out);
+    case ops::OpKind::Mul: return append(f.at, OpKind::Mul, {f.in[0], second()}, {}, f.out);
+    case ops::OpKind::Div: return append(f.at, OpKind::Div, {f.in[0], second()}, {}, f.out);
+    case ops::OpKind::Maximum: return append(f.at, OpKind::Maximum, {f.in[0], second()}, {}, f.out);
     case ops::OpKind::Exp: return append(f.at, OpKind::Exp, {f.in[0]}, {}, f.out);
     case ops::OpKind::Sqrt: return append(f.at, OpKind::Sqrt, {f.in[0]}, {}, f.out);
     case ops::OpKind::Scale:
@@ -38,6 +53,8 @@ ir::ValueId Lowering::forward_elementwise(const ForwardStep& f) {
 void Lowering::backward_elementwise(BackwardStep& s) {
   using ir::AttrValue;
   using ir::OpKind;
+  // The second operand as the forward combined it with the first.
+  auto second = [&](const Emit& at) { return broadcast_operand(at, s.op, s.in(0), s.in(1)); };
   switch (s.lop.type) {
     case ops::OpKind::Add:
       if (s.wanted(0)) s.give(0, s.g);
@@ -51,7 +68,7 @@ void Lowering::backward_elementwise(BackwardStep& s) {
       }
       break;
     case ops::OpKind::Mul:
-      if (s.wanted(0)) s.give(0, append(s.emit_at(0), OpKind::Mul, {s.g, s.in(1)}, {}, s.grad_layout_of(0)));
+      if (s.wanted(0)) s.give(0, append(s.emit_at(0), OpKind::Mul, {s.g, second(s.emit_at(0))}, {}, s.grad_layout_of(0)));
       if (s.wanted(1)) {
         ir::ValueId prod =
             append(s.emit_at(1), OpKind::Mul, {s.g, s.in(0)}, {}, product_layout(s.g_layout, input_layout(s.op, 0)));
@@ -60,21 +77,21 @@ void Lowering::backward_elementwise(BackwardStep& s) {
       break;
     case ops::OpKind::Div:
       // y = a / b: da = g / b, db = -(g y) / b summed over b's broadcast.
-      if (s.wanted(0)) s.give(0, append(s.emit_at(0), OpKind::Div, {s.g, s.in(1)}, {}, s.grad_layout_of(0)));
+      if (s.wanted(0)) s.give(0, append(s.emit_at(0), OpKind::Div, {s.g, second(s.emit_at(0))}, {}, s.grad_layout_of(0)));
       if (s.wanted(1)) {
         Emit e = s.emit_at(1);
         ir::Layout l = product_layout(s.g_layout, output_layout(s.op));
         ir::ValueId gy = append(e, OpKind::Mul, {s.g, s.y}, {}, l);
-        ir::ValueId q = append(e, OpKind::Div, {gy, s.in(1)}, {}, l);
+        ir::ValueId q = append(e, OpKind::Div, {gy, second(e)}, {}, l);
         s.give(1, s.unbroadcast(1, append(e, OpKind::Scale, {q}, {AttrValue::real("factor", -1.0)}, l)));
       }
       break;
     case ops::OpKind::Maximum:
       if (s.wanted(0) || s.wanted(1)) {
-        std::vector<ir::ValueId> operands{s.g, s.in(0), s.in(1)};
+        Emit e = s.emit_at(s.wanted(0) ? 0 : 1);
+        std::vector<ir::ValueId> operands{s.g, s.in(0), second(e)};
         std::vector<ir::Layout> layouts{s.grad_layout_of(0), s.g_layout};
-        std::vector<ir::ValueId> r =
-            append_multi(s.emit_at(s.wanted(0) ? 0 : 1), OpKind::MaximumGrad, operands, {}, layouts);
+        std::vector<ir::ValueId> r = append_multi(e, OpKind::MaximumGrad, operands, {}, layouts);
         if (s.wanted(0)) s.give(0, r[0]);
         if (s.wanted(1)) s.give(1, s.unbroadcast(1, r[1]));
       }

@@ -1,5 +1,7 @@
 #include "compiler/lowering/lowering_helpers.h"
 
+#include <algorithm>
+
 #include "compiler/sbp/signature.h"
 
 namespace dstc::compiler {
@@ -51,6 +53,15 @@ int64_t batchnorm_count(const Lowering& l, int32_t op) {
   int32_t x = l.graph.ops[op].inputs[0].tensor;
   ir::TensorType whole = l.local_type(x, ir::Layout(l.spec.mesh.axis_count(), kBroadcast), ir::DType::F32);
   return whole.numel() / whole.dim(1);
+}
+
+std::vector<int32_t> dims_second_lacks(const LogicalOp& lop) {
+  const std::vector<std::string>& a = lop.inputs[0].dims;
+  const std::vector<std::string>& b = lop.inputs[1].dims;
+  std::vector<int32_t> missing;
+  for (size_t d = 0; d < a.size(); ++d)
+    if (std::find(b.begin(), b.end(), a[d]) == b.end()) missing.push_back(static_cast<int32_t>(d));
+  return missing;
 }
 
 }  // namespace dstc::compiler

@@ -68,6 +68,9 @@ class Lowering {
   // `value` (laid out `from`) in layout `to`, through the boxing plan; with
   // `reuse`, a value boxed to the same layout before is not boxed again.
   ir::ValueId box(const Emit& at, ir::ValueId value, const ir::Layout& from, const ir::Layout& to, bool reuse = true);
+  // A binary op's second operand `b`, expanded to the first's (`a`) shape
+  // where the dims it lacks are not leading (the IR broadcasts over those).
+  ir::ValueId broadcast_operand(const Emit& at, int32_t op, ir::ValueId a, ir::ValueId b);
   // Boxes values of one layout together: each reduction step is one
   // grouped collective over all of them (a gradient bucket).
   std::vector<ir::ValueId> box_group(const Emit& at, std::vector<ir::ValueId> values, const ir::Layout& from,
@@ -122,7 +125,7 @@ class Lowering {
     bool wanted(size_t i) const;
     Emit emit_at(size_t i) const;
     ir::Layout grad_layout_of(size_t i) const;
-    // Sums a gradient over the leading dims a broadcast operand lacks.
+    // Sums a gradient over the dims a broadcast operand lacks.
     ir::ValueId unbroadcast(size_t i, ir::ValueId grad);
     // g replicated back over the dims a reduction removed, in input i's shape.
     ir::ValueId expand(const Emit& e, ir::ValueId grad, size_t i, const std::vector<int32_t>& dims);
