@@ -60,6 +60,16 @@ int32_t axis_coord(const DeviceContext& ctx, const ir::AttrReader& attrs) {
   return ctx.module.mesh().coord(ctx.rank, static_cast<int>(attrs.integer("axis")));
 }
 
+// The key position of q's first row: q is the last rows of the logical
+// sequence (its length is the keys' t), and a shard of q (the sequence split
+// over a mesh axis, k and v gathered) starts at its offset in it.
+int64_t first_query(const DeviceContext& ctx, const HostTensor& q, const HostTensor& k) {
+  const ir::Value& value = ctx.function.values[ctx.function.result(ctx.op)];
+  ir::Layout layout = value.layout != ir::kNoLayout ? ctx.module.layout(value.layout) : ir::Layout{};
+  DevicePlacement where = place_on_device(ctx.module, value.devices, layout, q.shape, ctx.rank);
+  return where.offset[2] + (k.dim(2) - where.logical_shape[2]);
+}
+
 }  // namespace
 
 std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* const> in, std::span<HostTensor> out) {
@@ -126,7 +136,8 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
         return "a label is outside the logits' classes";
       return {};
     case OpKind::Attention:
-      kernels::attention(x(0), x(1), x(2), attrs.boolean("causal"), attrs.real("scale"), y);
+      kernels::attention(x(0), x(1), x(2), attrs.boolean("causal"), first_query(ctx, x(0), x(1)), attrs.real("scale"),
+                         y);
       return {};
     case OpKind::Conv2d: kernels::conv2d(x(0), x(1), conv_params(attrs), y); return {};
     case OpKind::MaxPool2d: kernels::max_pool2d(x(0), pool_params(attrs), y); return {};
@@ -170,8 +181,8 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
         return "a label is outside the logits' classes";
       return {};
     case OpKind::AttentionGrad:
-      kernels::attention_grad(x(0), x(1), x(2), x(3), attrs.boolean("causal"), attrs.real("scale"), out[0], out[1],
-                              out[2]);
+      kernels::attention_grad(x(0), x(1), x(2), x(3), attrs.boolean("causal"), first_query(ctx, x(1), x(2)),
+                              attrs.real("scale"), out[0], out[1], out[2]);
       return {};
     case OpKind::Conv2dInputGrad: kernels::conv2d_input_grad(x(0), x(2), conv_params(attrs), y); return {};
     case OpKind::Conv2dWeightGrad: kernels::conv2d_weight_grad(x(0), x(1), conv_params(attrs), y); return {};

@@ -45,8 +45,11 @@ bool dropout_keep(uint64_t seed, uint64_t logical_index, double p);
 void embedding(const HostTensor& table, const HostTensor& ids, int64_t first_row, HostTensor& out);
 // false when a label is outside [0, classes).
 bool cross_entropy(const HostTensor& logits, const HostTensor& labels, bool mean, HostTensor& out);
-void attention(const HostTensor& q, const HostTensor& k, const HostTensor& v, bool causal, double scale,
-               HostTensor& out);
+// Causal: q's row i sees the keys up to first_query + i (t − s when q is
+// the last rows of the sequence; a q shard's start when the sequence is
+// split and k, v gathered, as context parallelism does).
+void attention(const HostTensor& q, const HostTensor& k, const HostTensor& v, bool causal, int64_t first_query,
+               double scale, HostTensor& out);
 
 // --- layout and shape ---
 void slice(const HostTensor& x, int dim, int64_t start, HostTensor& out);
@@ -86,7 +89,7 @@ void embedding_grad(const HostTensor& dy, const HostTensor& ids, int64_t first_r
 bool cross_entropy_grad(const HostTensor& dloss, const HostTensor& logits, const HostTensor& labels, bool mean,
                         HostTensor& out);
 void attention_grad(const HostTensor& dout, const HostTensor& q, const HostTensor& k, const HostTensor& v, bool causal,
-                    double scale, HostTensor& dq, HostTensor& dk, HostTensor& dv);
+                    int64_t first_query, double scale, HostTensor& dq, HostTensor& dk, HostTensor& dv);
 
 // --- convolution, pooling, batch norm ---
 struct Conv2dParams {

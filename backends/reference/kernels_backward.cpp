@@ -158,7 +158,7 @@ bool cross_entropy_grad(const HostTensor& dloss, const HostTensor& logits, const
 }
 
 void attention_grad(const HostTensor& dout, const HostTensor& q, const HostTensor& k, const HostTensor& v, bool causal,
-                    double scale, HostTensor& dq, HostTensor& dk, HostTensor& dv) {
+                    int64_t first_query, double scale, HostTensor& dq, HostTensor& dk, HostTensor& dv) {
   const int64_t bh = q.dim(0) * q.dim(1), s = q.dim(2), d = q.dim(3), t = k.dim(2), e = v.dim(3);
   const int64_t group = q.dim(1) / k.dim(1);  // q heads per k/v head: their gradients add up
   if (scale == 0) scale = 1.0 / std::sqrt(static_cast<double>(d));
@@ -173,7 +173,7 @@ void attention_grad(const HostTensor& dout, const HostTensor& q, const HostTenso
     double* gk = dk.data.data() + kv * t * d;
     double* gv = dv.data.data() + kv * t * e;
     for (int64_t i = 0; i < s; ++i) {
-      const int64_t visible = causal ? std::min(t, i + (t - s) + 1) : t;
+      const int64_t visible = causal ? std::clamp<int64_t>(first_query + i + 1, 0, t) : t;
       double mx = -std::numeric_limits<double>::infinity(), z = 0;
       for (int64_t j = 0; j < visible; ++j) {
         double dot = 0;

@@ -292,8 +292,8 @@ void rope(const HostTensor& x, int dim, double base, bool inverse, int64_t first
   }
 }
 
-void attention(const HostTensor& q, const HostTensor& k, const HostTensor& v, bool causal, double scale,
-               HostTensor& out) {
+void attention(const HostTensor& q, const HostTensor& k, const HostTensor& v, bool causal, int64_t first_query,
+               double scale, HostTensor& out) {
   const int64_t bh = q.dim(0) * q.dim(1), s = q.dim(2), d = q.dim(3), t = k.dim(2), dv = v.dim(3);
   const int64_t group = q.dim(1) / k.dim(1);  // q heads per k/v head
   if (scale == 0) scale = 1.0 / std::sqrt(static_cast<double>(d));
@@ -305,7 +305,7 @@ void attention(const HostTensor& q, const HostTensor& k, const HostTensor& v, bo
     const double* pv = v.data.data() + kv * t * dv;
     double* po = out.data.data() + b * s * dv;
     for (int64_t i = 0; i < s; ++i) {
-      const int64_t visible = causal ? std::min(t, i + (t - s) + 1) : t;
+      const int64_t visible = causal ? std::clamp<int64_t>(first_query + i + 1, 0, t) : t;
       double mx = -std::numeric_limits<double>::infinity(), z = 0;
       for (int64_t j = 0; j < visible; ++j) {
         double dot = 0;

@@ -140,6 +140,9 @@ uint32_t reduced_split_axes(const ir::Module& module, const ir::Function& f, con
     case OpKind::BatchNormStats: return split(0, [](int d) { return d != 1; });
     case OpKind::BatchNormWeightGrad: return split(1, [](int d) { return d != 1; });
     case OpKind::RmsNormWeightGrad: return split(1, [&](int d) { return d < rank_of(1) - 1; });
+    // dk and dv sum over q's rows: a split query sequence (context
+    // parallelism) leaves them partial.
+    case OpKind::AttentionGrad: return result == 0 ? 0 : split(1, [](int d) { return d == 2; });
     default: return 0;
   }
 }

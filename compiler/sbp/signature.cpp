@@ -202,11 +202,20 @@ std::optional<AxisSignature> signature_for(const LogicalGraph& graph, const Logi
       // picks the position.
       int a = axis_of(x, dim);
       if (a < 0) a = axis_of(op.inputs[1].dims, dim);
+      r.emplace();
+      if (a == last - 1) {
+        // Context parallelism: q's sequence split, k and v gathered whole
+        // (their gradients partial, reduce-scattered back); each shard
+        // masks causally from its own first position.
+        r->inputs.assign(op.inputs.size(), kBroadcast);
+        r->inputs[0] = {ir::Sbp::Split, static_cast<uint8_t>(a)};
+        r->output = {ir::Sbp::Split, static_cast<uint8_t>(a)};
+        break;
+      }
       if (a < 0 || a + 2 > last) {
-        why_not = fmt::format("{} can split only its leading (batch and head) dims, not '{}'", name, dim);
+        why_not = fmt::format("{} can split only its batch, head and query sequence dims, not '{}'", name, dim);
         return std::nullopt;
       }
-      r.emplace();
       r->inputs.assign(op.inputs.size(), ir::Sbp{ir::Sbp::Split, static_cast<uint8_t>(a)});
       r->output = {ir::Sbp::Split, static_cast<uint8_t>(a)};
       break;

@@ -84,10 +84,10 @@ TEST(Kernels, AttentionGradientIsItsDerivative) {
                v = random_tensor({2, kv_heads, 3, 4}, 7);
     HostTensor w = random_tensor({2, 4, 3, 4}, 8);
     HostTensor dq(ir::DType::F64, q.shape), dk(ir::DType::F64, k.shape), dv(ir::DType::F64, v.shape);
-    kernels::attention_grad(w, q, k, v, causal, 0, dq, dk, dv);
+    kernels::attention_grad(w, q, k, v, causal, 0, 0, dq, dk, dv);
     auto run = [&](const HostTensor& a, const HostTensor& b, const HostTensor& c) {
       HostTensor y(a.dtype, a.shape);
-      kernels::attention(a, b, c, causal, 0, y);
+      kernels::attention(a, b, c, causal, 0, 0, y);
       return y;
     };
     expect_gradient([&](const HostTensor& x) { return run(x, k, v); }, q, w, dq, "attention dq");
@@ -108,8 +108,8 @@ TEST(Kernels, GroupedQueryAttentionRepeatsEachKeyValueHeadForItsGroup) {
       v4.data[h * 6 + i] = v.data[(h / 2) * 6 + i];
     }
   HostTensor grouped(q.dtype, q.shape), repeated(q.dtype, q.shape);
-  kernels::attention(q, k, v, true, 0, grouped);
-  kernels::attention(q, k4, v4, true, 0, repeated);
+  kernels::attention(q, k, v, true, 0, 0, grouped);
+  kernels::attention(q, k4, v4, true, 0, 0, repeated);
   EXPECT_EQ(grouped.data, repeated.data);
 }
 
