@@ -575,19 +575,33 @@ class ModelElaborator {
                    fmt::format("'{}' is a {}, not a layer or module", ctor.items[0]->text, decl_kind_name(ref->kind)));
       return std::nullopt;
     }
-    if (inner.args.size() != 1 || !inner.args[0].name.empty()) {
-      diags_.error(diag::kArgumentMismatch, inner.range, "a repeated block takes exactly one tensor input");
+    // The first tensor is carried from instance to instance; the others
+    // (masks, router inputs) reach every instance unchanged.
+    if (inner.args.empty() || std::any_of(inner.args.begin(), inner.args.end(),
+                                          [](const Arg& a) { return !a.name.empty(); })) {
+      diags_.error(diag::kArgumentMismatch, inner.range,
+                   "a repeated block takes its tensor inputs by position: the carried one first, then any that "
+                   "every instance reads");
       return std::nullopt;
     }
     std::optional<LocalTensor> x = tensor_arg(f, *inner.args[0].value, name);
     if (!x) return std::nullopt;
+    std::vector<LocalTensor> shared;
+    for (size_t i = 1; i < inner.args.size(); ++i) {
+      std::optional<LocalTensor> t = tensor_arg(f, *inner.args[i].value, name);
+      if (!t) return std::nullopt;
+      shared.push_back(*t);
+    }
     NodeId group = add_node(f.node, name, -1, NodeKind::Repeat, ref->component->name, stmt_range, ref->name_range);
     model_.nodes[group].inputs.push_back(x->id);
+    for (const LocalTensor& t : shared) model_.nodes[group].inputs.push_back(t.id);
     for (int64_t i = 0; i < *n; ++i) {
       NodeId node = add_node(group, name, i, ref->kind == DeclKind::Layer ? NodeKind::Layer : NodeKind::Module,
                              ref->component->name, stmt_range, ref->name_range);
       size_t first_diagnostic = diags_.diagnostics().size();
-      std::optional<LocalTensor> y = run_instance(f, *ref, ctor, {*x}, node, inner.range);
+      std::vector<LocalTensor> inputs{*x};
+      inputs.insert(inputs.end(), shared.begin(), shared.end());
+      std::optional<LocalTensor> y = run_instance(f, *ref, ctor, inputs, node, inner.range);
       if (!y) {
         // Every instance is the same component on the same dims: one
         // report stands for all of them (unless the model's size ran out).
