@@ -577,8 +577,8 @@ class ModelElaborator {
     }
     // The first tensor is carried from instance to instance; the others
     // (masks, router inputs) reach every instance unchanged.
-    if (inner.args.empty() || std::any_of(inner.args.begin(), inner.args.end(),
-                                          [](const Arg& a) { return !a.name.empty(); })) {
+    if (inner.args.empty() ||
+        std::any_of(inner.args.begin(), inner.args.end(), [](const Arg& a) { return !a.name.empty(); })) {
       diags_.error(diag::kArgumentMismatch, inner.range,
                    "a repeated block takes its tensor inputs by position: the carried one first, then any that "
                    "every instance reads");

@@ -68,7 +68,8 @@ void Lowering::backward_elementwise(BackwardStep& s) {
       }
       break;
     case ops::OpKind::Mul:
-      if (s.wanted(0)) s.give(0, append(s.emit_at(0), OpKind::Mul, {s.g, second(s.emit_at(0))}, {}, s.grad_layout_of(0)));
+      if (s.wanted(0))
+        s.give(0, append(s.emit_at(0), OpKind::Mul, {s.g, second(s.emit_at(0))}, {}, s.grad_layout_of(0)));
       if (s.wanted(1)) {
         ir::ValueId prod =
             append(s.emit_at(1), OpKind::Mul, {s.g, s.in(0)}, {}, product_layout(s.g_layout, input_layout(s.op, 0)));
@@ -77,7 +78,8 @@ void Lowering::backward_elementwise(BackwardStep& s) {
       break;
     case ops::OpKind::Div:
       // y = a / b: da = g / b, db = -(g y) / b summed over b's broadcast.
-      if (s.wanted(0)) s.give(0, append(s.emit_at(0), OpKind::Div, {s.g, second(s.emit_at(0))}, {}, s.grad_layout_of(0)));
+      if (s.wanted(0))
+        s.give(0, append(s.emit_at(0), OpKind::Div, {s.g, second(s.emit_at(0))}, {}, s.grad_layout_of(0)));
       if (s.wanted(1)) {
         Emit e = s.emit_at(1);
         ir::Layout l = product_layout(s.g_layout, output_layout(s.op));

@@ -72,8 +72,7 @@ void Lowering::backward_shape(BackwardStep& s) {
         ir::TensorType full = local_type(s.lop.inputs[0].tensor, input_layout(s.op, 0), type_of(s.g).dtype);
         std::vector<int64_t> piece_dims(full.shape().begin(), full.shape().end());
         const int64_t size = piece_dims[s.lop.axis];
-        const int64_t kept =
-            s.lop.type == ops::OpKind::Select ? 1 : graph.tensors[s.lop.output].dims[s.lop.axis].size;
+        const int64_t kept = s.lop.type == ops::OpKind::Select ? 1 : graph.tensors[s.lop.output].dims[s.lop.axis].size;
         piece_dims[s.lop.axis] = kept;
         ir::ValueId piece = s.g;
         if (s.lop.type == ops::OpKind::Select)  // the selected dim comes back, of size 1
