@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -821,9 +822,12 @@ class StrategyElaborator {
         if (sbp[a].kind == ir::Sbp::Split && sbp[a].dim == d.name) parts *= out_.mesh[a].size;
       }
       if (d.size % parts != 0) {
-        diags_.error(diag::kSplitNotDivisible, at,
-                     fmt::format("dim {} of {} has size {}, which {} device{} cannot split evenly", d.name, where(),
-                                 d.size, parts, parts == 1 ? "" : "s"));
+        // One report per dim, size and split: the configs of a template
+        // that all split the batch the same way are one problem.
+        if (reported_splits_.insert({d.name, d.size, parts}).second)
+          diags_.error(diag::kSplitNotDivisible, at,
+                       fmt::format("dim {} of {} has size {}, which {} device{} cannot split evenly", d.name, where(),
+                                   d.size, parts, parts == 1 ? "" : "s"));
         return false;
       }
     }
@@ -1048,6 +1052,7 @@ class StrategyElaborator {
   Strategy out_;
   std::vector<std::unique_ptr<Scope>> scopes_;
   std::vector<FlatStmt> flat_;
+  std::set<std::tuple<std::string, int64_t, int64_t>> reported_splits_;  // (dim, size, ways)
   std::vector<std::vector<NodeSegment>> paths_;
   std::map<NodeId, size_t> explicit_;
   // A memory config for one parameter, and how many parameters its selector matched.

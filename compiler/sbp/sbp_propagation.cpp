@@ -115,6 +115,10 @@ struct Propagator {
     return reported.insert({config.where.file, config.where.begin, axis}).second;
   }
   std::set<std::tuple<FileId, uint32_t, int>> reported;
+  // Split problems already reported by text: configs of one template that
+  // split the same dim (every S(b) of a batch dp does not divide) are one
+  // problem, reported once.
+  std::set<std::string> reported_splits;
   std::set<std::tuple<FileId, uint32_t, std::string_view>> reported_stored;
 
   // Communication this signature costs on `axis`: boxing the inputs from
@@ -255,12 +259,11 @@ struct Propagator {
           continue;
         }
         if (auto problem = divisibility_problem(op, in_layouts, out_layout, a, *s)) {
-          if (why == ConfigReason::User && first_report(*config, a)) {
-            diags
-                .error(diag::kSplitNotDivisible, config->where,
-                       fmt::format("{} on mesh axis '{}' splits {}, which {} devices do not divide",
-                                   to_string(*config->axes[a]), spec.mesh.axes()[a].name, *problem,
-                                   spec.mesh.axes()[a].size))
+          std::string message =
+              fmt::format("{} on mesh axis '{}' splits {}, which {} devices do not divide", to_string(*config->axes[a]),
+                          spec.mesh.axes()[a].name, *problem, spec.mesh.axes()[a].size);
+          if (why == ConfigReason::User && first_report(*config, a) && reported_splits.insert(message).second) {
+            diags.error(diag::kSplitNotDivisible, config->where, message)
                 .note(op.where, fmt::format("first in this {} op", ops::op_name(op.type)));
           }
           continue;
