@@ -126,22 +126,22 @@ bool Module::contains(DeviceSetId id, Rank r) const {
   return std::find(s.ranks.begin(), s.ranks.end(), r) != s.ranks.end();
 }
 
-int32_t Module::axis_extent(DeviceSetId id, int axis) const {
+AxisRange Module::axis_range(DeviceSetId id, int axis) const {
   const DeviceSet& set = device_sets_[id].set;
-  if (set.is_slice()) return set.ranges[static_cast<size_t>(axis)].size();
+  if (set.is_slice()) return set.ranges[static_cast<size_t>(axis)];
   int32_t lo = std::numeric_limits<int32_t>::max(), hi = -1;
   for (Rank r : device_sets_[id].members) {
     lo = std::min(lo, mesh_.coord(r, axis));
     hi = std::max(hi, mesh_.coord(r, axis));
   }
-  return hi < 0 ? 1 : hi - lo + 1;
+  return hi < 0 ? AxisRange{0, 1} : AxisRange{lo, hi + 1};
 }
 
 std::vector<int64_t> Module::logical_dims(DeviceSetId set, const Layout& layout, const TensorType& type) const {
   std::vector<int64_t> dims(type.dims.begin(), type.dims.begin() + type.rank);
   for (size_t a = 0; a < layout.size() && static_cast<int>(a) < mesh_.axis_count(); ++a)
     if (layout[a].kind == Sbp::Split && layout[a].dim < dims.size())
-      dims[layout[a].dim] *= axis_extent(set, static_cast<int>(a));
+      dims[layout[a].dim] *= axis_range(set, static_cast<int>(a)).size();
   return dims;
 }
 

@@ -211,8 +211,8 @@ class Module {
   bool contains(DeviceSetId id, Rank r) const;
   // Every member of `inner` is a member of `outer`.
   bool includes(DeviceSetId outer, DeviceSetId inner) const;
-  // How many coordinates of mesh axis `axis` the set spans.
-  int32_t axis_extent(DeviceSetId id, int axis) const;
+  // The coordinates of mesh axis `axis` the set spans.
+  AxisRange axis_range(DeviceSetId id, int axis) const;
   // The logical dims of a value of local `type` laid out `layout` on `set`
   // (split dims times the axes that split them; not for S(flat) layouts).
   std::vector<int64_t> logical_dims(DeviceSetId set, const Layout& layout, const TensorType& type) const;

@@ -1015,7 +1015,15 @@ class Parser {
     for (size_t i = 0; i < results.size(); ++i) {
       ValueId v = function_->ops[op].first_result + static_cast<ValueId>(i);
       function_->value_ranges[v] = range(results[i]);
-      if (i < logicals_.size() && logicals_[i] != kNone) function_->values[v].logical = logicals_[i];
+      if (i < logicals_.size() && logicals_[i] != kNone) {
+        // A recv is given its logical type; other ops derive it.
+        TypeId derived = function_->values[v].logical;
+        if (derived != kNone && derived != logicals_[i])
+          return error(diag::kIrLayout, range(results[i]),
+                       fmt::format("%{} is written of {}, but its operand makes it of {}", results[i].text,
+                                   to_string(module_.type(logicals_[i])), to_string(module_.type(derived))));
+        function_->values[v].logical = logicals_[i];
+      }
       if (!define(results[i].text, results[i], v)) return false;
     }
     return true;

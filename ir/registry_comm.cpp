@@ -63,6 +63,8 @@ bool all_gather_shape(const OpContext& ctx, Types& out, std::string& error) {
   TensorType r = ctx.operands[0];
   if (ctx.attrs.boolean("flat")) {
     std::span<const int64_t> shape = ctx.attrs.ints("shape");
+    if (shape.empty()) return fail(error, "a flat all_gather needs the result's `shape`");
+    if (!require_shape(shape, error)) return false;
     TensorType whole(r.dtype, shape);
     if (r.rank != 1 || flat_chunk(whole.numel(), ctx.group_size) != r.dims[0])
       return fail(error, "a flat all_gather of {} chunks into {} reads chunks of {}, not {}", ctx.group_size,

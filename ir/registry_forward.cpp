@@ -478,9 +478,7 @@ bool fill_shape(const OpContext& ctx, Types& out, std::string& error) {
   std::optional<DType> dtype = parse_dtype(ctx.attrs.string("dtype"));
   if (!dtype) return fail(error, "unknown dtype \"{}\"", ctx.attrs.string("dtype"));
   std::span<const int64_t> shape = ctx.attrs.ints("shape");
-  if (shape.size() > kMaxRank) return fail(error, "shape has more than {} dimensions", kMaxRank);
-  if (std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; }))
-    return fail(error, "shape sizes must be >= 0");
+  if (!require_shape(shape, error)) return false;
   out.push_back(TensorType(*dtype, shape));
   return true;
 }
@@ -512,9 +510,7 @@ bool expand_shape(const OpContext& ctx, Types& out, std::string& error) {
   const TensorType& x = ctx.operands[0];
   std::span<const int64_t> shape = ctx.attrs.ints("shape");
   std::span<const int64_t> dims = ctx.attrs.ints("dims");
-  if (shape.size() > kMaxRank) return fail(error, "shape has more than {} dimensions", kMaxRank);
-  if (std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; }))
-    return fail(error, "shape sizes must be >= 0");
+  if (!require_shape(shape, error)) return false;
   std::vector<int64_t> kept;
   size_t next = 0;
   for (size_t i = 0; i < shape.size(); ++i) {

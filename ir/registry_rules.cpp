@@ -1,4 +1,5 @@
 #include "ir/registry_rules.h"
+#include <algorithm>
 
 namespace dstc::ir::rules {
 
@@ -35,6 +36,13 @@ bool normalize_dim(int64_t& dim, int rank, std::string& error) {
 
 bool require_reduction(std::string_view op, std::string& error) {
   if (op != "sum" && op != "max") return fail(error, "reduction must be \"sum\" or \"max\", not \"{}\"", op);
+  return true;
+}
+
+bool require_shape(std::span<const int64_t> shape, std::string& error) {
+  if (shape.size() > kMaxRank) return fail(error, "shape has more than {} dimensions", kMaxRank);
+  if (std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; }))
+    return fail(error, "shape sizes must be >= 0");
   return true;
 }
 

@@ -32,6 +32,8 @@ bool require_rank(const TensorType& t, int rank, std::string_view what, std::str
 // Normalizes a possibly negative dimension index; false when out of range.
 bool normalize_dim(int64_t& dim, int rank, std::string& error);
 bool require_reduction(std::string_view op, std::string& error);
+// A shape given as an attribute: at most kMaxRank sizes, none negative.
+bool require_shape(std::span<const int64_t> shape, std::string& error);
 
 // Bytes of all operands plus all results: the memory traffic of a kernel
 // that reads its inputs once and writes its outputs once.

@@ -52,15 +52,18 @@ class Verifier {
   std::string flat_problem(const Value& value, const Layout& layout, const TensorType& t) {
     if (value.logical == kNone) return "an S(flat) value needs its logical type ('of TYPE')";
     const TensorType& logical = m_.type(value.logical);
-    int64_t block = 1;
-    for (size_t d = 0; d < logical.rank; ++d) block *= logical.dims[d];
+    int64_t block = logical.numel();
     for (size_t a = 0; a < layout.size(); ++a) {
       if (layout[a].kind != Sbp::Split) continue;
       if (layout[a].dim >= logical.rank)
         return fmt::format("layout splits dimension {} of the logical {}", layout[a].dim, to_string(logical));
-      block /= m_.axis_extent(value.devices, static_cast<int>(a));
+      const int64_t parts = m_.axis_range(value.devices, static_cast<int>(a)).size();
+      if (logical.dims[layout[a].dim] % parts != 0)
+        return fmt::format("layout splits dimension {} of the logical {} {} ways, which does not divide it",
+                           layout[a].dim, to_string(logical), parts);
+      block /= parts;
     }
-    const int64_t parts = m_.axis_extent(value.devices, flat_axis(layout));
+    const int64_t parts = m_.axis_range(value.devices, flat_axis(layout)).size();
     const int64_t chunk = flat_chunk(block, parts);
     if (t.rank != 1 || t.dims[0] != chunk)
       return fmt::format("a {}-way flat chunk of {} elements holds {}, not {}", parts, block, chunk, to_string(t));
@@ -69,17 +72,21 @@ class Verifier {
 
   void check_layout(const Function& f, ValueId v, OpId op) {
     const Value& value = f.values[v];
-    if (value.layout == kNoLayout) return;
-    const Layout& layout = m_.layout(value.layout);
-    const TensorType& t = m_.type(value.type);
+    const int flat = value.layout != kNoLayout ? flat_axis(m_.layout(value.layout)) : -1;
     std::string problem;
-    if (layout.size() != static_cast<size_t>(m_.mesh().axis_count())) {
+    if (value.logical != kNone && flat < 0) {
+      problem = "only an S(flat) value carries a logical type ('of TYPE')";
+    } else if (value.layout == kNoLayout) {
+      return;
+    } else if (const Layout& layout = m_.layout(value.layout);
+               layout.size() != static_cast<size_t>(m_.mesh().axis_count())) {
       problem = fmt::format("layout has {} entries for a mesh of {} axes", layout.size(), m_.mesh().axis_count());
     } else {
+      const TensorType& t = m_.type(value.type);
       int flat_axes = 0;
       for (size_t a = 0; a < layout.size(); ++a) {
         flat_axes += layout[a].kind == Sbp::Flat;
-        if (layout[a].kind == Sbp::Split && layout[a].dim >= t.rank && flat_axis(layout) < 0)
+        if (layout[a].kind == Sbp::Split && layout[a].dim >= t.rank && flat < 0)
           problem = fmt::format("layout {} splits dimension {} of {}, which has rank {}",
                                 print_layout(m_, value.layout), layout[a].dim, to_string(t), t.rank);
       }

@@ -60,13 +60,19 @@ int32_t axis_coord(const DeviceContext& ctx, const ir::AttrReader& attrs) {
   return ctx.module.mesh().coord(ctx.rank, static_cast<int>(attrs.integer("axis")));
 }
 
+// Where the op's first result (of `shape` on this device) sits in its
+// logical tensor.
+DevicePlacement result_placement(const DeviceContext& ctx, std::span<const int64_t> shape) {
+  const ir::Value& value = ctx.function.values[ctx.function.result(ctx.op)];
+  ir::Layout layout = value.layout != ir::kNoLayout ? ctx.module.layout(value.layout) : ir::Layout{};
+  return place_on_device(ctx.module, value.devices, layout, shape, ctx.rank);
+}
+
 // The key position of q's first row: q is the last rows of the logical
 // sequence (its length is the keys' t), and a shard of q (the sequence split
 // over a mesh axis, k and v gathered) starts at its offset in it.
 int64_t first_query(const DeviceContext& ctx, const HostTensor& q, const HostTensor& k) {
-  const ir::Value& value = ctx.function.values[ctx.function.result(ctx.op)];
-  ir::Layout layout = value.layout != ir::kNoLayout ? ctx.module.layout(value.layout) : ir::Layout{};
-  DevicePlacement where = place_on_device(ctx.module, value.devices, layout, q.shape, ctx.rank);
+  DevicePlacement where = result_placement(ctx, q.shape);
   return where.offset[2] + (k.dim(2) - where.logical_shape[2]);
 }
 
@@ -108,20 +114,14 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
     case OpKind::Rope: {
       // Positions are logical: a shard of the sequence starts at its offset.
       const int dim = normalized(attrs.integer("dim"), x(0).rank());
-      ir::ValueId result = ctx.function.result(ctx.op);
-      const ir::Value& value = ctx.function.values[result];
-      ir::Layout layout = value.layout != ir::kNoLayout ? ctx.module.layout(value.layout) : ir::Layout{};
-      DevicePlacement where = place_on_device(ctx.module, value.devices, layout, y.shape, ctx.rank);
+      DevicePlacement where = result_placement(ctx, y.shape);
       kernels::rope(x(0), dim, attrs.real("base"), attrs.boolean("inverse"), where.offset[static_cast<size_t>(dim)], y);
       return {};
     }
     case OpKind::Softmax: kernels::softmax(x(0), normalized(attrs.integer("dim"), x(0).rank()), y); return {};
     case OpKind::LayerNorm: kernels::layernorm(x(0), x(1), x(2), attrs.real("eps"), y); return {};
     case OpKind::Dropout: {
-      ir::ValueId result = ctx.function.result(ctx.op);
-      const ir::Value& value = ctx.function.values[result];
-      ir::Layout layout = value.layout != ir::kNoLayout ? ctx.module.layout(value.layout) : ir::Layout{};
-      DevicePlacement where = place_on_device(ctx.module, value.devices, layout, y.shape, ctx.rank);
+      DevicePlacement where = result_placement(ctx, y.shape);
       if (ctx.op.micro_batch >= 0 && ctx.micro_batches > 1 && !where.offset.empty()) {
         where.offset[0] += ctx.op.micro_batch * where.logical_shape[0];
         where.logical_shape[0] *= ctx.micro_batches;

@@ -55,17 +55,8 @@ void for_each_block_element(std::span<const int64_t> local_shape, const DevicePl
 }  // namespace
 
 AxisSpan axis_span(const ir::Module& module, ir::DeviceSetId set, int axis) {
-  const ir::DeviceSet& devices = module.devices(set);
-  if (devices.is_slice()) {
-    const ir::AxisRange& r = devices.ranges[static_cast<size_t>(axis)];
-    return {r.begin, r.size()};
-  }
-  int32_t lo = std::numeric_limits<int32_t>::max(), hi = -1;
-  for (ir::Rank r : module.members(set)) {
-    lo = std::min(lo, module.mesh().coord(r, axis));
-    hi = std::max(hi, module.mesh().coord(r, axis));
-  }
-  return {lo, hi - lo + 1};
+  ir::AxisRange r = module.axis_range(set, axis);
+  return {r.begin, r.size()};
 }
 
 DevicePlacement place_on_device(const ir::Module& module, ir::DeviceSetId set, const ir::Layout& layout,
