@@ -248,6 +248,11 @@ class LogicalGraphBuilder {
       case OpKind::Rope:
         out.axis = dim_attr("dim");
         out.base = float_attr("base", 10000);
+        // Micro-batches cut the batch: positions along it would restart.
+        if (out.axis >= 0 && out.inputs[0].dims[out.axis] == model_.batch_dim) {
+          unsupported(op, fmt::format("positions along the batch dim {}", model_.batch_dim));
+          return;
+        }
         break;
       case OpKind::LayerNorm:
         out.eps = float_attr("eps", 1e-5);
@@ -283,6 +288,11 @@ class LogicalGraphBuilder {
       }
       case OpKind::Slice: {  // its end is the start plus the output's size
         out.axis = dim_attr("dim");
+        // The batch dim is sized by the global batch and cut by micro-batches.
+        if (out.axis >= 0 && out.inputs[0].dims[out.axis] == model_.batch_dim) {
+          unsupported(op, fmt::format("a range of the batch dim {}", model_.batch_dim));
+          return;
+        }
         const frontend::Value* start = attr(op, "start");
         out.index = start ? start->i : 0;
         break;
@@ -405,7 +415,13 @@ class LogicalGraphBuilder {
       int32_t first = g.nodes[st.nodes.front()].parent;
       parent = parent == -2 || parent == first ? first : -1;
     }
-    if (parent >= 0) {
+    // Lists of one node's children are that node's pipeline; written lists
+    // with several stages per rank stay lists, which the strategy tree refuses.
+    bool written = std::any_of(p.stages.begin(), p.stages.end(),
+                               [&](const frontend::PipelineStage& st) { return st.range != p.range; });
+    bool virtual_stages = std::any_of(spec.schedule.begin(), spec.schedule.end(),
+                                      [](const auto& c) { return c && c->virtual_stages && *c->virtual_stages != 1; });
+    if (parent >= 0 && !(written && virtual_stages)) {
       spec.pipeline.node = parent;
       return;
     }

@@ -78,14 +78,21 @@ void Lowering::backward_elementwise(BackwardStep& s) {
       break;
     case ops::OpKind::Div:
       // y = a / b: da = g / b, db = -(g y) / b summed over b's broadcast.
-      if (s.wanted(0))
-        s.give(0, append(s.emit_at(0), OpKind::Div, {s.g, second(s.emit_at(0))}, {}, s.grad_layout_of(0)));
-      if (s.wanted(1)) {
-        Emit e = s.emit_at(1);
-        ir::Layout l = product_layout(s.g_layout, output_layout(s.op));
-        ir::ValueId gy = append(e, OpKind::Mul, {s.g, s.y}, {}, l);
-        ir::ValueId q = append(e, OpKind::Div, {gy, second(e)}, {}, l);
-        s.give(1, s.unbroadcast(1, append(e, OpKind::Scale, {q}, {AttrValue::real("factor", -1.0)}, l)));
+      {
+        // b as the forward divided by, expanded once per backward block.
+        ir::ValueId b = ir::kNone;
+        if (s.wanted(0)) {
+          b = second(s.emit_at(0));
+          s.give(0, append(s.emit_at(0), OpKind::Div, {s.g, b}, {}, s.grad_layout_of(0)));
+        }
+        if (s.wanted(1)) {
+          Emit e = s.emit_at(1);
+          if (b == ir::kNone || e.phase != s.emit_at(0).phase) b = second(e);
+          ir::Layout l = product_layout(s.g_layout, output_layout(s.op));
+          ir::ValueId gy = append(e, OpKind::Mul, {s.g, s.y}, {}, l);
+          ir::ValueId q = append(e, OpKind::Div, {gy, b}, {}, l);
+          s.give(1, s.unbroadcast(1, append(e, OpKind::Scale, {q}, {AttrValue::real("factor", -1.0)}, l)));
+        }
       }
       break;
     case ops::OpKind::Maximum:

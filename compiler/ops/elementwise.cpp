@@ -51,6 +51,8 @@ DimsResult rope_dims(const DimsQuery& q, OpError& error) {
   if (x.back().name == positions)
     return fail(error,
                 fmt::format("the last dim ({}) is the one rotated; positions must run along another", positions));
+  if (const AttrValue* base = given_attr(q.attrs, "base"); base && !(base->f > 0))
+    return fail(error, fmt::format("the frequency base must be positive, not {}", base->f));
   if (x.back().size % 2 != 0)
     return fail(error,
                 fmt::format("the last dim is rotated in pairs, but {} = {} is odd", x.back().name, x.back().size));

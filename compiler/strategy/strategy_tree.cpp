@@ -96,6 +96,13 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
     }
   }
 
+  if (!pipelined && root.virtual_stages != 1) {
+    diags.error(dstc::diag::kScheduleUnavailable, schedule_where,
+                fmt::format("{} places {} stages on each pipeline rank, but the strategy has no pipeline",
+                            schedule::schedule_kind_name(root.kind), root.virtual_stages));
+    return std::nullopt;
+  }
+
   // Stages: the pipelined node's children, cut into contiguous groups.
   out.stage_of_op.assign(graph.ops.size(), 0);
   if (pipelined && !spec.pipeline.stage_of_node.empty()) {
@@ -173,9 +180,12 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
     }
     table = std::get<schedule::ScheduleTable>(std::move(generated));
   }
-  // Interleaving keeps more chunk-forwards in flight by design (its warm-up
-  // is Megatron-LM's); max_ongoing bounds the other schedules.
-  int32_t max_ongoing = root.kind == schedule::ScheduleKind::Interleaved && !root.table ? 0 : root.max_ongoing;
+  // Interleaving and ZB-V keep more chunk-forwards in flight by design (the
+  // warm-up is Megatron-LM's; ZB-V's max_ongoing bounds its first chunk's);
+  // max_ongoing bounds the other schedules.
+  const bool own_warmup =
+      root.kind == schedule::ScheduleKind::Interleaved || root.kind == schedule::ScheduleKind::ZeroBubbleV;
+  int32_t max_ongoing = own_warmup && !root.table ? 0 : root.max_ongoing;
   if (!table ||
       !schedule::check_schedule(*table, {!spec.train.training, max_ongoing, schedule_where, schedule_where}, diags))
     return std::nullopt;
