@@ -8,6 +8,7 @@ std::string_view dtype_name(ComputeDtype dtype) {
     case ComputeDtype::Tf32: return "tf32";
     case ComputeDtype::Fp16: return "fp16";
     case ComputeDtype::Bf16: return "bf16";
+    case ComputeDtype::Fp8: return "fp8";
   }
   return "fp32";
 }
@@ -17,6 +18,7 @@ std::optional<ComputeDtype> parse_dtype(std::string_view name) {
   if (name == "tf32") return ComputeDtype::Tf32;
   if (name == "fp16" || name == "f16" || name == "float16" || name == "half") return ComputeDtype::Fp16;
   if (name == "bf16" || name == "bfloat16") return ComputeDtype::Bf16;
+  if (name == "fp8" || name == "e4m3" || name == "e5m2") return ComputeDtype::Fp8;
   return std::nullopt;
 }
 

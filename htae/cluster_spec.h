@@ -17,18 +17,20 @@
 
 namespace dstc::htae {
 
-// The arithmetic precisions a GPU has a peak rate for.
-enum class ComputeDtype { Fp32, Tf32, Fp16, Bf16 };
-inline constexpr std::array<ComputeDtype, 4> kComputeDtypes = {ComputeDtype::Fp32, ComputeDtype::Tf32,
-                                                               ComputeDtype::Fp16, ComputeDtype::Bf16};
+// The arithmetic precisions a GPU has a peak rate for. Fp8 is both 8-bit
+// formats (e4m3 and e5m2): tensor cores run them at one rate.
+enum class ComputeDtype { Fp32, Tf32, Fp16, Bf16, Fp8 };
+inline constexpr std::array<ComputeDtype, 5> kComputeDtypes = {
+    ComputeDtype::Fp32, ComputeDtype::Tf32, ComputeDtype::Fp16, ComputeDtype::Bf16, ComputeDtype::Fp8};
 std::string_view dtype_name(ComputeDtype dtype);
-// Accepts fp32/f32/float32, tf32, fp16/f16/float16/half, bf16/bfloat16.
+// Accepts fp32/f32/float32, tf32, fp16/f16/float16/half, bf16/bfloat16,
+// fp8/e4m3/e5m2.
 std::optional<ComputeDtype> parse_dtype(std::string_view name);
 
 struct GpuSpec {
   std::string name;
   // Peak FLOP/s per precision; fp32 is always present.
-  std::array<std::optional<double>, 4> peak_flops;
+  std::array<std::optional<double>, kComputeDtypes.size()> peak_flops;
   int64_t memory_bytes = 0;
   double hbm_bandwidth = 0;    // bytes/s
   double launch_overhead = 0;  // seconds per kernel

@@ -73,6 +73,23 @@ double OpEstimator::memory_efficiency(OpClass op_class, double bytes) const {
   return saturating(peak, std::max(bytes, 1.0), curves_.memory_half_bytes);
 }
 
+double OpEstimator::matmul_rate(ComputeDtype dtype, const std::vector<int64_t>& mnk) const {
+  if (profile_) {
+    if (std::optional<double> measured = profile_->matmul_rate(dtype, mnk)) return *measured;
+  }
+  int64_t smallest = mnk.empty() ? 1 : *std::min_element(mnk.begin(), mnk.end());
+  return gpu_.peak(dtype) * matmul_efficiency(smallest);
+}
+
+double OpEstimator::memory_rate(OpClass op_class, double bytes) const {
+  if (profile_ && profile_->memory_curve) {
+    // Measured on streaming kernels; reductions keep their assumed share of it.
+    double share = op_class == OpClass::Reduction ? curves_.reduction_peak / curves_.memory_peak : 1.0;
+    return profile_->memory_curve->at(std::max(bytes, 1.0)) * share;
+  }
+  return gpu_.hbm_bandwidth * memory_efficiency(op_class, bytes);
+}
+
 OpCostEstimate OpEstimator::roofline(const OpCostQuery& query) const {
   OpCostEstimate e;
   OpClass op_class = classify_op(query.kind);
@@ -80,23 +97,28 @@ OpCostEstimate OpEstimator::roofline(const OpCostQuery& query) const {
   if (query.flops > 0) {
     double rate;
     if (op_class == OpClass::Matmul) {
-      int64_t smallest = query.shape.empty() ? 1 : *std::min_element(query.shape.begin(), query.shape.end());
-      rate = gpu_.peak(query.dtype) * matmul_efficiency(smallest);
+      rate = matmul_rate(query.dtype, query.shape);
     } else {
       rate = gpu_.peak(ComputeDtype::Fp32) * curves_.vector_compute;
     }
     e.compute_seconds = query.flops / rate;
   }
-  if (query.bytes() > 0) {
-    e.memory_seconds = query.bytes() / (gpu_.hbm_bandwidth * memory_efficiency(op_class, query.bytes()));
-  }
-  e.seconds = std::max(e.compute_seconds, e.memory_seconds) + gpu_.launch_overhead;
+  if (query.bytes() > 0) e.memory_seconds = query.bytes() / memory_rate(op_class, query.bytes());
+  double launch = profile_ && profile_->launch_overhead ? *profile_->launch_overhead : gpu_.launch_overhead;
+  e.seconds = std::max(e.compute_seconds, e.memory_seconds) + launch;
   return e;
 }
 
 OpCostEstimate OpEstimator::estimate(const OpCostQuery& query) const {
   OpCostEstimate e = roofline(query);
-  if (!profile_ || classify_op(query.kind) == OpClass::Free) return e;
+  OpClass op_class = classify_op(query.kind);
+  if (!profile_ || op_class == OpClass::Free) return e;
+  if (profile_->rates_cover(op_class, query)) {
+    // The roofline above already ran at the measured rates.
+    if (std::optional<double> measured = profile_->exact_op_seconds(query)) e.seconds = *measured;
+    e.from_profile = true;
+    return e;
+  }
   if (std::optional<double> measured = profile_->op_seconds(query)) {
     e.seconds = *measured;
     e.from_profile = true;

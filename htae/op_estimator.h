@@ -33,10 +33,16 @@ class OpEstimator {
   explicit OpEstimator(const GpuSpec& gpu, const ProfileDatabase* profile = nullptr, EfficiencyCurves curves = {});
 
   OpCostEstimate estimate(const OpCostQuery& query) const;
-  // The roofline alone, without the profile.
+  // The roofline, with the profile's fitted rate curves where it has them
+  // but none of its per-op entries.
   OpCostEstimate roofline(const OpCostQuery& query) const;
   double matmul_efficiency(int64_t smallest_dim) const;
   double memory_efficiency(OpClass op_class, double bytes) const;
+  // FLOP/s of an [m, n, k] matmul and bytes/s of a memory-bound op: the
+  // profile's measured rates, else the cluster's peaks times the
+  // efficiencies.
+  double matmul_rate(ComputeDtype dtype, const std::vector<int64_t>& mnk) const;
+  double memory_rate(OpClass op_class, double bytes) const;
 
  private:
   GpuSpec gpu_;

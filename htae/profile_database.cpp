@@ -1,5 +1,6 @@
 #include "htae/profile_database.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -39,14 +40,69 @@ double query_size(const OpCostQuery& q) { return q.flops > 0 ? q.flops : q.bytes
 
 }  // namespace
 
-void ProfileDatabase::add(OpProfileEntry entry) { ops_.push_back(std::move(entry)); }
+void ProfileDatabase::add(OpProfileEntry entry) {
+  if (entry.kind == "matmul" && entry.shape.size() == 3 && entry.flops > 0 && entry.seconds > 0) {
+    MatmulGrid& grid = matmul_grids_[static_cast<size_t>(entry.dtype)];
+    for (size_t axis = 0; axis < 3; ++axis) grid.dims[axis].insert(entry.shape[axis]);
+    grid.rates[{entry.shape[0], entry.shape[1], entry.shape[2]}] = entry.flops / entry.seconds;
+  }
+  ops_.push_back(std::move(entry));
+}
 void ProfileDatabase::add(CollectiveProfileEntry entry) { collectives_.push_back(entry); }
 
-std::optional<double> ProfileDatabase::op_seconds(const OpCostQuery& query) const {
-  auto same_series = [&](const OpProfileEntry& e) { return e.kind == query.kind && e.dtype == query.dtype; };
+std::optional<double> ProfileDatabase::exact_op_seconds(const OpCostQuery& query) const {
   for (const OpProfileEntry& e : ops_) {
-    if (same_series(e) && !e.shape.empty() && e.shape == query.shape) return e.seconds;
+    if (e.kind == query.kind && e.dtype == query.dtype && !e.shape.empty() && e.shape == query.shape) {
+      return e.seconds;
+    }
   }
+  return std::nullopt;
+}
+
+std::optional<double> ProfileDatabase::matmul_rate(ComputeDtype dtype, const std::vector<int64_t>& mnk) const {
+  const MatmulGrid& grid = matmul_grids_[static_cast<size_t>(dtype)];
+  // A grid needs two dims along each axis; a few hand-made entries are
+  // priced by the rules of op_seconds and nearest_op instead.
+  if (mnk.size() != 3 || std::any_of(grid.dims.begin(), grid.dims.end(), [](const auto& d) { return d.size() < 2; })) {
+    return std::nullopt;
+  }
+  // Per axis: the measured dims just below and above (both the nearest end
+  // outside the range), and the query's position between them in log space.
+  std::array<std::array<int64_t, 2>, 3> corner;
+  std::array<double, 3> weight;
+  for (size_t axis = 0; axis < 3; ++axis) {
+    const std::set<int64_t>& dims = grid.dims[axis];
+    int64_t x = std::clamp(mnk[axis], *dims.begin(), *dims.rbegin());
+    auto above = dims.lower_bound(x);
+    auto below = *above == x ? above : std::prev(above);
+    corner[axis] = {*below, *above};
+    weight[axis] =
+        *below == *above ? 0 : std::log(double(x) / double(*below)) / std::log(double(*above) / double(*below));
+  }
+  double log_rate = 0;
+  for (int c = 0; c < 8; ++c) {
+    std::array<int64_t, 3> at;
+    double w = 1;
+    for (size_t axis = 0; axis < 3; ++axis) {
+      int side = (c >> axis) & 1;
+      at[axis] = corner[axis][side];
+      w *= side ? weight[axis] : 1 - weight[axis];
+    }
+    auto it = grid.rates.find(at);
+    if (it == grid.rates.end()) return std::nullopt;
+    log_rate += w * std::log(it->second);
+  }
+  return std::exp(log_rate);
+}
+
+bool ProfileDatabase::rates_cover(OpClass op_class, const OpCostQuery& query) const {
+  if (op_class == OpClass::Matmul) return matmul_rate(query.dtype, query.shape).has_value();
+  return op_class != OpClass::Free && memory_curve;
+}
+
+std::optional<double> ProfileDatabase::op_seconds(const OpCostQuery& query) const {
+  if (std::optional<double> exact = exact_op_seconds(query)) return exact;
+  auto same_series = [&](const OpProfileEntry& e) { return e.kind == query.kind && e.dtype == query.dtype; };
   return along_size(
       ops_, same_series, [](const OpProfileEntry& e) { return e.size(); }, query_size(query));
 }
@@ -72,6 +128,11 @@ std::string ProfileDatabase::to_toml() const {
   std::ostringstream out;
   out << "# dstc profile database: measured seconds per op and collective (docs/cost-model.md).\n";
   out << fmt::format("version = {}\ngpu = \"{}\"\n", kFormatVersion, gpu);
+  if (launch_overhead) out << fmt::format("launch_overhead = {:.6g}\n", *launch_overhead);
+  if (memory_curve) {
+    out << fmt::format("\n[memory_curve]\nbytes_per_second = {:.6g}\nhalf_bytes = {:.6g}\n", memory_curve->max_rate,
+                       memory_curve->half);
+  }
   for (const OpProfileEntry& e : ops_) {
     out << fmt::format(
         "\n[[op]]\nkind = \"{}\"\ndtype = \"{}\"\nshape = [{}]\nflops = {:.17g}\nbytes = {:.17g}\n"
@@ -98,6 +159,13 @@ std::optional<ProfileDatabase> ProfileDatabase::load(SourceManager& sources, Dia
                             kFormatVersion));
   }
   db.gpu = root.string("gpu", true).value_or("");
+  db.launch_overhead = root.number("launch_overhead", false);
+  if (const toml::table* t = root.table("memory_curve", false)) {
+    TableReader r(*t, "memory_curve", toml->file, sources, diags);
+    std::optional<double> rate = r.number("bytes_per_second", true), half = r.number("half_bytes", true);
+    if (rate && half) db.memory_curve = RateCurve{*rate, *half};
+    r.reject_unknown_keys();
+  }
   auto each_table = [&](std::string_view key, auto read) {
     const toml::array* list = root.array(key, false);
     if (!list) return;
@@ -112,17 +180,20 @@ std::optional<ProfileDatabase> ProfileDatabase::load(SourceManager& sources, Dia
       r.reject_unknown_keys();
     }
   };
+  auto read_dtype = [&](TableReader& r, const toml::table& t) -> std::optional<ComputeDtype> {
+    std::optional<std::string> dtype = r.string("dtype", true);
+    if (!dtype) return std::nullopt;
+    std::optional<ComputeDtype> d = parse_dtype(*dtype);
+    if (!d) {
+      diags.error(diag::kConfigBadValue, r.range(*t.get("dtype")), fmt::format("unknown dtype '{}'", *dtype))
+          .note("the dtypes are fp32, tf32, fp16, bf16 and fp8");
+    }
+    return d;
+  };
   each_table("op", [&](TableReader& r, const toml::table& t) {
     OpProfileEntry e;
     e.kind = r.string("kind", true).value_or("");
-    if (std::optional<std::string> dtype = r.string("dtype", true)) {
-      if (std::optional<ComputeDtype> d = parse_dtype(*dtype)) {
-        e.dtype = *d;
-      } else {
-        diags.error(diag::kConfigBadValue, r.range(*t.get("dtype")), fmt::format("unknown dtype '{}'", *dtype))
-            .note("the dtypes are fp32, tf32, fp16 and bf16");
-      }
-    }
+    e.dtype = read_dtype(r, t).value_or(ComputeDtype::Fp32);
     if (const toml::array* shape = r.array("shape", true)) {
       for (const toml::node& dim : *shape) {
         if (std::optional<int64_t> v = integer_element(r, dim, "shape")) e.shape.push_back(*v);

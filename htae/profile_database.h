@@ -2,16 +2,22 @@
 // GPU, TOML, docs/cost-model.md) that override the roofline where they have
 // an entry: an exact match, or interpolation along size between the two
 // nearest entries of the same op kind and dtype (collective kind and group
-// size), linear in log(size)-log(seconds).
+// size), linear in log(size)-log(seconds). Where the measurements cover
+// more (a grid of matmul shapes, a streaming bandwidth curve, the launch
+// gap), they replace the roofline's assumed efficiencies for every op.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "htae/collective_kind.h"
 #include "htae/op_cost.h"
+#include "htae/rate_curve.h"
 
 namespace dstc::htae {
 
@@ -45,6 +51,17 @@ class ProfileDatabase {
   // Exact (kind, dtype, shape) match, else interpolation between the nearest
   // smaller and larger entries of the kind and dtype; nullopt outside them.
   std::optional<double> op_seconds(const OpCostQuery& query) const;
+  std::optional<double> exact_op_seconds(const OpCostQuery& query) const;
+  // FLOP/s of an [m, n, k] matmul in `dtype`, interpolated in
+  // log(m), log(n), log(k) between the eight measured "matmul" entries
+  // around it (each dim clamped to the measured range); nullopt unless all
+  // eight were measured and each axis has two dims at least.
+  std::optional<double> matmul_rate(ComputeDtype dtype, const std::vector<int64_t>& mnk) const;
+  // Whether measured rates price the op (a matmul the grid covers, a
+  // memory-bound op under a measured bandwidth curve): then only an exact
+  // entry overrides them, since interpolating along FLOPs between ops of
+  // other shapes is what the rates do better.
+  bool rates_cover(OpClass op_class, const OpCostQuery& query) const;
   // The entry of the kind and dtype nearest in size, for scaling the
   // roofline outside the measured range; null when there is none.
   const OpProfileEntry* nearest_op(const OpCostQuery& query) const;
@@ -54,12 +71,24 @@ class ProfileDatabase {
   std::string to_toml() const;
 
   std::string gpu;  // the GPU the entries were measured on
+  // Fitted to streaming measurements: bytes/s over the bytes an op moves;
+  // and the time per kernel of back-to-back launches.
+  std::optional<RateCurve> memory_curve;
+  std::optional<double> launch_overhead;
+
   const std::vector<OpProfileEntry>& ops() const { return ops_; }
   const std::vector<CollectiveProfileEntry>& collectives() const { return collectives_; }
 
  private:
   std::vector<OpProfileEntry> ops_;
   std::vector<CollectiveProfileEntry> collectives_;
+  // The "matmul" entries per dtype as a grid: the measured dims along each
+  // axis, and FLOP/s by [m, n, k].
+  struct MatmulGrid {
+    std::array<std::set<int64_t>, 3> dims;
+    std::map<std::array<int64_t, 3>, double> rates;
+  };
+  std::array<MatmulGrid, kComputeDtypes.size()> matmul_grids_;
 };
 
 }  // namespace dstc::htae

@@ -46,6 +46,10 @@ void print_report_text(std::ostream& out, const SimReport& r) {
   out << fmt::format("  executor       {}, bandwidth sharing {}, comp-comm overlap {} (factor {:g})\n",
                      executor_name(r.executor), r.bandwidth_sharing ? "on" : "off", r.overlap ? "on" : "off",
                      r.overlap_factor);
+  if (!r.profile_gpu.empty()) {
+    out << fmt::format("  op costs       measured on {} (--profile), the roofline where it has no data\n",
+                       r.profile_gpu);
+  }
   out << fmt::format("  step time      {}\n", duration(r.step_time_s));
   if (r.samples_per_s) {
     out << fmt::format("  throughput     {}samples/s", rate(*r.samples_per_s));
@@ -91,6 +95,7 @@ void print_report_json(std::ostream& out, const SimReport& r) {
   j["bandwidth_sharing"] = r.bandwidth_sharing;
   j["overlap"] = r.overlap;
   j["overlap_factor"] = r.overlap_factor;
+  if (!r.profile_gpu.empty()) j["profile_gpu"] = r.profile_gpu;
   j["step_time_s"] = r.step_time_s;
   j["samples_per_s"] = r.samples_per_s ? nlohmann::ordered_json(*r.samples_per_s) : nullptr;
   j["tokens_per_s"] = r.tokens_per_s ? nlohmann::ordered_json(*r.tokens_per_s) : nullptr;

@@ -235,7 +235,7 @@ class Executor {
   std::vector<uint64_t> delivered_owners_;  // (instance << 32) | group of each delivered flow
 
   double model_flops_ = 0;
-  std::array<double, 4> flops_by_dtype_{};
+  std::array<double, kComputeDtypes.size()> flops_by_dtype_{};
   int64_t device_ops_ = 0;
   int64_t flow_count_ = 0;
   int64_t mirrored_flow_count_ = 0;
@@ -805,6 +805,7 @@ SimReport Executor::report() {
   r.bandwidth_sharing = options_.bandwidth_sharing;
   r.overlap = options_.overlap;
   r.overlap_factor = cluster_.runtime.overlap_factor;
+  if (options_.profile) r.profile_gpu = options_.profile->gpu;
   uint32_t critical = 0;
   for (uint32_t c = 0; c < classes_.count(); ++c) {
     if (state_[c].finish > state_[critical].finish) critical = c;

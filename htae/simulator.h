@@ -89,6 +89,7 @@ struct SimReport {
   bool bandwidth_sharing = true;
   bool overlap = true;
   double overlap_factor = 1;
+  std::string profile_gpu;  // the GPU a --profile was measured on; "" without one
 
   double step_time_s = 0;
   std::optional<double> samples_per_s;

@@ -35,7 +35,7 @@ void print_summary(std::ostream& out, const htae::ClusterSpec& spec) {
                      seconds(gpu.launch_overhead));
   for (ComputeDtype dtype : kComputeDtypes) {
     if (!gpu.peak_flops[static_cast<size_t>(dtype)]) continue;
-    out << fmt::format("  peak {}    {} per GPU, {} in all\n", dtype_name(dtype), flops(gpu.peak(dtype)),
+    out << fmt::format("  peak {:<4}    {} per GPU, {} in all\n", dtype_name(dtype), flops(gpu.peak(dtype)),
                        flops(spec.aggregate_peak_flops(dtype)));
   }
   const IntraNodeSpec& intra = spec.intra_node;

@@ -163,7 +163,9 @@ Command add_compile_command(CLI::App& root) {
   sub->add_option("--format", o->format, "Simulation report: text or json")->transform(one_of({"text", "json"}));
   sub->add_option("--trace", o->trace, "Write a Chrome trace (Perfetto) of the simulated step")
       ->check(non_empty_path());
-  sub->add_option("--profile", o->profile, "Measured op and collective times (dstc calibrate)");
+  sub->add_option("--profile", o->profile,
+                  "Measured op and collective times (dstc calibrate), e.g. profiles/h200-sxm.toml")
+      ->transform(found_in_stdlib());
   sub->add_option("--executor", o->executor, "htae, or program-order (DistIR: one op at a time per device)")
       ->transform(one_of({"htae", "program-order"}));
   sub->add_flag("--no-bandwidth-sharing", o->no_bandwidth_sharing, "Give every transfer its route's full bandwidth");

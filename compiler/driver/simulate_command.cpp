@@ -99,7 +99,9 @@ Command add_simulate_command(CLI::App& root) {
   sub->add_option("--batch", opts->batch, "Global batch (samples per step), for samples/s and tokens/s")
       ->check(CLI::PositiveNumber);
   sub->add_option("--seq", opts->seq, "Sequence length (tokens per sample), for tokens/s")->check(CLI::PositiveNumber);
-  sub->add_option("--profile", opts->profile, "A profile database (dstc calibrate) overriding the cost model");
+  sub->add_option("--profile", opts->profile,
+                  "A profile database (dstc calibrate) overriding the cost model, e.g. profiles/h200-sxm.toml")
+      ->transform(found_in_stdlib());
   sub->add_option("--function", opts->function, "The function to simulate (default: train_step, else the first)");
   sub->add_option("--executor", opts->executor,
                   "htae: three concurrent streams per device; program-order: one op at a time (DistIR)")

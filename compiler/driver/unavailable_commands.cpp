@@ -21,10 +21,4 @@ Command add_run_command(CLI::App& root) {
                                  "the CUDA backend");
 }
 
-Command add_calibrate_command(CLI::App& root) {
-  return add_unavailable_command(root, "calibrate",
-                                 "Profile the local GPU for the simulator (not in this build: no GPU backend yet)",
-                                 "the CUDA backend");
-}
-
 }  // namespace dstc

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <sstream>
 
 namespace dstc {
@@ -33,6 +34,18 @@ TEST(Cli, EachSubcommandHasHelp) {
     EXPECT_EQ(r.code, kExitSuccess) << sub;
     EXPECT_NE(r.out.find(std::string("Usage: ") + sub), std::string::npos) << r.out;
   }
+}
+
+// CI machines have no GPU: calibrate says why it cannot measure (a build
+// without CUDA, or no usable device) and writes nothing.
+TEST(Cli, CalibrateWithoutAGpuSaysWhyAndWritesNothing) {
+  std::string output = testing::TempDir() + "/never-written.toml";
+  CliResult r = run({"calibrate", "--quick", "-o", output});
+  EXPECT_NE(r.code, kExitSuccess);
+  EXPECT_EQ(r.err.rfind("dstc calibrate: error: ", 0), 0u) << r.err;
+  EXPECT_TRUE(r.err.find("built without CUDA") != std::string::npos || r.err.find("CUDA device") != std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::ifstream(output).good());
 }
 
 TEST(Cli, VersionPrintsTheVersion) {

@@ -1,0 +1,1 @@
+cluster stdlib/clusters/dgx-h200.toml
