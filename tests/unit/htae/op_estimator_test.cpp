@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
 namespace dstc::htae {
 namespace {
@@ -156,6 +157,25 @@ TEST(ProfileDatabase, ReportsSchemaErrorsAtTheirLine) {
   EXPECT_EQ(diags.location(diags.diagnostics()[1].range), "p.toml:5:9");
   EXPECT_EQ(diags.diagnostics()[2].kind.name, "config-unknown-key");
   EXPECT_EQ(diags.location(diags.diagnostics()[2].range), "p.toml:10:1");
+}
+
+// The profiles the stdlib ships load, and price a layer's bf16 GEMM from their
+// grid at a rate no data sheet gives (measured, under the tensor-core peak).
+TEST(ProfileDatabase, TheShippedProfilesLoadAndCoverLayerShapes) {
+  size_t profiles = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(DSTC_SOURCE_DIR "/stdlib/profiles")) {
+    SourceManager sources;
+    DiagnosticEngine diags(sources);
+    std::optional<ProfileDatabase> db = ProfileDatabase::load(sources, diags, entry.path().string());
+    ASSERT_TRUE(db) << entry.path();
+    ++profiles;
+    std::optional<double> rate = db->matmul_rate(ComputeDtype::Bf16, {12288, 4096, 4096});
+    ASSERT_TRUE(rate) << entry.path();
+    EXPECT_GT(*rate, 5e14) << entry.path();
+    EXPECT_LT(*rate, 989.5e12) << entry.path();
+    EXPECT_TRUE(db->memory_curve && db->launch_overhead) << entry.path();
+  }
+  EXPECT_GE(profiles, 2u);
 }
 
 }  // namespace
