@@ -19,6 +19,7 @@
 #include "compiler/search/ranking.h"
 #include "compiler/search/runner.h"
 #include "compiler/search/table.h"
+#include "htae/profile_database.h"
 #include "ir/source/diagnostic_kinds.h"
 
 namespace dstc {
@@ -27,6 +28,7 @@ namespace {
 struct SearchOptions {
   std::string file;
   std::string search;
+  std::string profile;
   std::vector<std::string> defines;
   size_t top = 20;
   int jobs = 0;
@@ -83,8 +85,14 @@ int run_search_command(CommandContext& ctx, const SearchOptions& o) {
   const frontend::SearchSpace* space = pick_search(*front, o, diags);
   if (!space) return finish(kExitInputErrors);
 
+  std::optional<htae::ProfileDatabase> profile;
+  if (!o.profile.empty()) {
+    profile = htae::ProfileDatabase::load(sources, diags, o.profile);
+    if (!profile) return finish(kExitInputErrors);
+  }
   search::SearchRunOptions run;
   run.jobs = o.jobs;
+  run.profile = profile ? &*profile : nullptr;
   run.prune_by_memory_bound = !o.simulate_all;
   std::optional<ProgressBar> bar;
   const auto started = std::chrono::steady_clock::now();
@@ -103,6 +111,7 @@ int run_search_command(CommandContext& ctx, const SearchOptions& o) {
   if (!result) return finish(kExitInputErrors);
   search::rank_search(*result);
 
+  if (profile) ctx.out << fmt::format("op costs measured on {} (--profile)\n", profile->gpu);
   search::print_search_table(ctx.out, *result, o.top);
   if (ctx.out_is_terminal) {
     ctx.out << fmt::format("\n{} configurations in {:.2f} s on {} thread{} ({:.0f} configurations/s)\n",
@@ -124,6 +133,9 @@ Command add_search_command(CLI::App& root) {
   CLI::App* sub = root.add_subcommand("search", "Rank the strategies of a search space by simulated throughput");
   sub->add_option("file", o->file, "The .dstrat file declaring the search")->required();
   sub->add_option("--search", o->search, "The search to run (default: the file's only one)");
+  sub->add_option("--profile", o->profile,
+                  "Measured op and collective times (dstc calibrate) for every simulation, e.g. profiles/h100-sxm.toml")
+      ->transform(found_in_stdlib());
   sub->add_option("-D", o->defines, "Set a model or strategy parameter: -D name=value")->allow_extra_args(false);
   sub->add_option("--top", o->top, "How many of the fastest configurations the table shows (default 20)")
       ->check(CLI::PositiveNumber);

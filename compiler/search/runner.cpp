@@ -62,7 +62,8 @@ class ClusterCache {
 
 // Compiles and simulates one configuration into `out`.
 void compile_and_simulate(const frontend::Strategy& strategy, const htae::ClusterSpec& cluster, SourceManager& sources,
-                          bool prune_by_memory_bound, ConfigResult& out) {
+                          const SearchRunOptions& run, ConfigResult& out) {
+  bool prune_by_memory_bound = run.prune_by_memory_bound;
   DiagnosticEngine diags(sources);
   auto fail = [&] {
     out.status = ConfigStatus::invalid;
@@ -98,6 +99,7 @@ void compile_and_simulate(const frontend::Strategy& strategy, const htae::Cluste
       }
     }
     htae::SimOptions options = simulation_options(*logical);
+    options.profile = run.profile;
     std::optional<htae::SimReport> report = htae::simulate(compiled.module, cluster, options, diags);
     if (!report) return fail();
     out.status = report->oom ? ConfigStatus::out_of_memory : ConfigStatus::ranked;
@@ -135,14 +137,8 @@ class SearchWork {
   // workers are done.
   SearchWork(frontend::FrontendResult& front, const frontend::SearchSpace& space,
              const std::vector<std::vector<frontend::Value>>& points, SourceManager& sources, DiagnosticEngine& diags,
-             bool prune_by_memory_bound, SearchResult& result)
-      : front_(front),
-        space_(space),
-        points_(points),
-        sources_(sources),
-        diags_(diags),
-        prune_by_memory_bound_(prune_by_memory_bound),
-        result_(result) {}
+             const SearchRunOptions& run, SearchResult& result)
+      : front_(front), space_(space), points_(points), sources_(sources), diags_(diags), run_(run), result_(result) {}
 
   void work() {
     SourceManager replica;
@@ -157,7 +153,7 @@ class SearchWork {
         strategy = elaborate(result_.configs[k], cluster);
         copy_new_sources(sources_, replica);
       }
-      if (strategy) compile_and_simulate(*strategy, *cluster, replica, prune_by_memory_bound_, result_.configs[k]);
+      if (strategy) compile_and_simulate(*strategy, *cluster, replica, run_, result_.configs[k]);
       ++done_;
     }
   }
@@ -204,7 +200,7 @@ class SearchWork {
   const std::vector<std::vector<frontend::Value>>& points_;
   SourceManager& sources_;
   DiagnosticEngine& diags_;
-  bool prune_by_memory_bound_;
+  const SearchRunOptions& run_;
   SearchResult& result_;
   std::mutex mutex_;
   size_t next_ = 0;
@@ -242,7 +238,7 @@ std::optional<SearchResult> run_search(frontend::FrontendResult& front, const fr
     }
   }
 
-  SearchWork work(front, space, points, sources, diags, options.prune_by_memory_bound, result);
+  SearchWork work(front, space, points, sources, diags, options, result);
   size_t total = result.configs.size();
   result.jobs = static_cast<int>(std::min<size_t>(static_cast<size_t>(result.jobs), std::max<size_t>(total, 1)));
   std::mutex mutex;

@@ -18,6 +18,7 @@
 
 #include "compiler/frontend/frontend.h"
 #include "compiler/search/result.h"
+#include "htae/profile_database.h"
 
 namespace dstc::search {
 
@@ -26,6 +27,9 @@ struct SearchRunOptions {
   // false: simulate every configuration, also those whose memory lower
   // bound already exceeds a device (search_memory_probe.h).
   bool prune_by_memory_bound = true;
+  // Measured op and collective costs (dstc calibrate) for every simulation;
+  // null: the cluster file's roofline.
+  const htae::ProfileDatabase* profile = nullptr;
   // Called on the calling thread with (configurations done, total) a few
   // times a second while the workers run, and once at the end.
   std::function<void(size_t, size_t)> progress;
