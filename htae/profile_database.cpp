@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <regex>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -159,6 +160,7 @@ std::optional<ProfileDatabase> ProfileDatabase::load(SourceManager& sources, Dia
                             kFormatVersion));
   }
   db.gpu = root.string("gpu", true).value_or("");
+  if (const toml::node* gpu = toml->root.get("gpu")) db.gpu_range = root.range(*gpu);
   db.launch_overhead = root.number("launch_overhead", false);
   if (const toml::table* t = root.table("memory_curve", false)) {
     TableReader r(*t, "memory_curve", toml->file, sources, diags);
@@ -222,6 +224,30 @@ std::optional<ProfileDatabase> ProfileDatabase::load(SourceManager& sources, Dia
   root.reject_unknown_keys();
   if (diags.error_count() > errors) return std::nullopt;
   return db;
+}
+
+namespace {
+
+// "H100" in "NVIDIA H100 80GB HBM3" and "H100-SXM5-80GB": a letter or two
+// and three digits; "" when there is none.
+std::string gpu_model(std::string_view name) {
+  static const std::regex model(R"(([A-Z]{1,2}[0-9]{3})([^0-9]|$))");
+  std::match_results<std::string_view::const_iterator> m;
+  return std::regex_search(name.begin(), name.end(), m, model) ? m[1].str() : std::string();
+}
+
+}  // namespace
+
+void warn_if_profile_is_for_another_gpu(const ProfileDatabase& profile, const GpuSpec& gpu, DiagnosticEngine& diags) {
+  std::string measured = gpu_model(profile.gpu), simulated = gpu_model(gpu.name);
+  if (measured.empty() || simulated.empty() || measured == simulated) return;
+  diags
+      .warning(diag::kProfileOtherGpu, profile.gpu_range,
+               fmt::format("this profile was measured on another GPU model: {} ('{}'), where the cluster has {} ('{}')",
+                           measured, profile.gpu, simulated, gpu.name))
+      .note(
+          "its measured rates price every op as they are; measure the cluster's GPU with `dstc calibrate`, "
+          "or leave out --profile for the data sheet's roofline");
 }
 
 }  // namespace dstc::htae

@@ -70,7 +70,8 @@ class ProfileDatabase {
   // The TOML text `load` reads back.
   std::string to_toml() const;
 
-  std::string gpu;  // the GPU the entries were measured on
+  std::string gpu;        // the GPU the entries were measured on
+  SourceRange gpu_range;  // where the file says so, for diagnostics
   // Fitted to streaming measurements: bytes/s over the bytes an op moves;
   // and the time per kernel of back-to-back launches.
   std::optional<RateCurve> memory_curve;
@@ -90,5 +91,10 @@ class ProfileDatabase {
   };
   std::array<MatmulGrid, kComputeDtypes.size()> matmul_grids_;
 };
+
+// Warns (profile-other-gpu) when the profile names another GPU model than
+// the cluster's ("H200" against "H100-SXM5-80GB"): its rates would price a
+// different chip. Names without a recognisable model are let through.
+void warn_if_profile_is_for_another_gpu(const ProfileDatabase& profile, const GpuSpec& gpu, DiagnosticEngine& diags);
 
 }  // namespace dstc::htae

@@ -90,6 +90,7 @@ int run_compile(CommandContext& ctx, const CompileOptions& o) {
   if (o.simulate && !o.profile.empty()) {
     profile = htae::ProfileDatabase::load(sources, diags, o.profile);
     if (!profile) return finish(kExitInputErrors);
+    htae::warn_if_profile_is_for_another_gpu(*profile, loaded->cluster.gpu, diags);
   }
   // Verifying the compiler's output guards against compiler bugs. With
   // --simulate it runs on a second thread beside the simulation (both only

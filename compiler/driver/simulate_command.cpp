@@ -50,6 +50,7 @@ int run_simulate(CommandContext& ctx, const SimulateOptions& opts, const CLI::Ap
     diags.render(ctx.err, ctx.color);
     return kExitInputErrors;
   }
+  if (profile) htae::warn_if_profile_is_for_another_gpu(*profile, cluster->gpu, diags);
   htae::SimOptions options;
   options.function = opts.function;
   if (sub.count("--batch") > 0) options.global_batch = opts.batch;

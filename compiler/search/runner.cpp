@@ -41,8 +41,10 @@ std::string point_label(const std::vector<std::pair<std::string, std::string>>& 
 // Loaded clusters by (file, node count): a search usually names one.
 class ClusterCache {
  public:
-  // nullptr after reporting to `diags` when the file is missing or invalid.
-  const htae::ClusterSpec* get(const frontend::ClusterReference& ref, SourceManager& sources, DiagnosticEngine& diags) {
+  // nullptr after reporting to `diags` when the file is missing or invalid;
+  // a profile for another GPU is warned about once per cluster.
+  const htae::ClusterSpec* get(const frontend::ClusterReference& ref, SourceManager& sources, DiagnosticEngine& diags,
+                               const htae::ProfileDatabase* profile) {
     auto key = std::make_pair(ref.resolved, ref.nodes);
     if (auto it = clusters_.find(key); it != clusters_.end()) return it->second ? &*it->second : nullptr;
     std::optional<htae::ClusterSpec>& slot = clusters_[key];
@@ -53,6 +55,7 @@ class ClusterCache {
     htae::ClusterOverrides overrides;
     overrides.nodes = ref.nodes;
     slot = htae::load_cluster(sources, diags, ref.resolved, overrides);
+    if (slot && profile) htae::warn_if_profile_is_for_another_gpu(*profile, slot->gpu, diags);
     return slot ? &*slot : nullptr;
   }
 
@@ -177,7 +180,7 @@ class SearchWork {
       if (c.reason.empty()) c.reason = "the model has errors with these parameters (see the first invalid point)";
       return std::nullopt;
     }
-    cluster = clusters_.get(strategy->cluster, sources_, diags_);
+    cluster = clusters_.get(strategy->cluster, sources_, diags_, run_.profile);
     if (!cluster) {
       cluster_failed_ = true;
       return std::nullopt;
