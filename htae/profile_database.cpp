@@ -97,22 +97,42 @@ std::optional<double> ProfileDatabase::matmul_rate(ComputeDtype dtype, const std
 }
 
 bool ProfileDatabase::rates_cover(OpClass op_class, const OpCostQuery& query) const {
-  if (op_class == OpClass::Matmul) return matmul_rate(query.dtype, query.shape).has_value();
+  if (op_class == OpClass::Matmul) {
+    // A kind measured on its own (fused attention) is priced by its entries.
+    bool own_entries = query.kind != "matmul" && std::any_of(ops_.begin(), ops_.end(), [&](const OpProfileEntry& e) {
+                         return e.kind == query.kind && e.dtype == query.dtype;
+                       });
+    return !own_entries && matmul_rate(query.dtype, query.shape).has_value();
+  }
   return op_class != OpClass::Free && memory_curve;
+}
+
+std::function<bool(const OpProfileEntry&)> ProfileDatabase::series_of(const OpCostQuery& query) const {
+  auto same_kind = [&query](const OpProfileEntry& e) { return e.kind == query.kind && e.dtype == query.dtype; };
+  // Attention's n is its head dim: its FLOPs compare only between entries
+  // of one head dim, where there are any.
+  bool same_width_measured = query.kind.starts_with("attention") && query.shape.size() >= 2 &&
+                             std::any_of(ops_.begin(), ops_.end(), [&](const OpProfileEntry& e) {
+                               return same_kind(e) && e.shape.size() >= 2 && e.shape[1] == query.shape[1];
+                             });
+  if (!same_width_measured) return same_kind;
+  return [same_kind, n = query.shape[1]](const OpProfileEntry& e) {
+    return same_kind(e) && e.shape.size() >= 2 && e.shape[1] == n;
+  };
 }
 
 std::optional<double> ProfileDatabase::op_seconds(const OpCostQuery& query) const {
   if (std::optional<double> exact = exact_op_seconds(query)) return exact;
-  auto same_series = [&](const OpProfileEntry& e) { return e.kind == query.kind && e.dtype == query.dtype; };
   return along_size(
-      ops_, same_series, [](const OpProfileEntry& e) { return e.size(); }, query_size(query));
+      ops_, series_of(query), [](const OpProfileEntry& e) { return e.size(); }, query_size(query));
 }
 
 const OpProfileEntry* ProfileDatabase::nearest_op(const OpCostQuery& query) const {
   const OpProfileEntry* best = nullptr;
   double size = std::max(query_size(query), 1.0), best_distance = 0;
+  std::function<bool(const OpProfileEntry&)> in_series = series_of(query);
   for (const OpProfileEntry& e : ops_) {
-    if (e.kind != query.kind || e.dtype != query.dtype || e.size() <= 0) continue;
+    if (!in_series(e) || e.size() <= 0) continue;
     double distance = std::abs(std::log(e.size() / size));
     if (!best || distance < best_distance) best = &e, best_distance = distance;
   }

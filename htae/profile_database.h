@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -57,10 +58,11 @@ class ProfileDatabase {
   // around it (each dim clamped to the measured range); nullopt unless all
   // eight were measured and each axis has two dims at least.
   std::optional<double> matmul_rate(ComputeDtype dtype, const std::vector<int64_t>& mnk) const;
-  // Whether measured rates price the op (a matmul the grid covers, a
-  // memory-bound op under a measured bandwidth curve): then only an exact
-  // entry overrides them, since interpolating along FLOPs between ops of
-  // other shapes is what the rates do better.
+  // Whether measured rates price the op (a matmul the grid covers, unless
+  // its kind has entries of its own, as fused attention may; a memory-bound
+  // op under a measured bandwidth curve): then only an exact entry overrides
+  // them, since interpolating along FLOPs between ops of other shapes is
+  // what the rates do better.
   bool rates_cover(OpClass op_class, const OpCostQuery& query) const;
   // The entry of the kind and dtype nearest in size, for scaling the
   // roofline outside the measured range; null when there is none.
@@ -83,6 +85,9 @@ class ProfileDatabase {
  private:
   std::vector<OpProfileEntry> ops_;
   std::vector<CollectiveProfileEntry> collectives_;
+  // Which entries interpolate for a query: its kind and dtype, and for
+  // attention its head dim (n) where entries of it exist.
+  std::function<bool(const OpProfileEntry&)> series_of(const OpCostQuery& query) const;
   // The "matmul" entries per dtype as a grid: the measured dims along each
   // axis, and FLOP/s by [m, n, k].
   struct MatmulGrid {

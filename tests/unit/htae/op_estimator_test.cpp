@@ -174,6 +174,19 @@ TEST(ProfileDatabase, TheShippedProfilesLoadAndCoverLayerShapes) {
     EXPECT_GT(*rate, 5e14) << entry.path();
     EXPECT_LT(*rate, 989.5e12) << entry.path();
     EXPECT_TRUE(db->memory_curve && db->launch_overhead) << entry.path();
+    // Causal attention of Llama 3 8B (32 heads of 128, 8192 tokens) is
+    // priced by the fused-attention entries, between those of 4096 and 8192
+    // tokens (cuDNN: 580-640 TFLOP/s), not as a matmul of width 128.
+    OpCostQuery attention;
+    attention.kind = "attention";
+    attention.dtype = ComputeDtype::Bf16;
+    attention.shape = {32 * 8192, 128, 8192};
+    attention.flops = 2.0 * 32 * 8192 * 8192 * 128;
+    ASSERT_FALSE(db->rates_cover(OpClass::Matmul, attention)) << entry.path();
+    std::optional<double> seconds = db->op_seconds(attention);
+    ASSERT_TRUE(seconds) << entry.path();
+    EXPECT_GT(attention.flops / *seconds, 5.8e14) << entry.path();
+    EXPECT_LT(attention.flops / *seconds, 6.4e14) << entry.path();
   }
   EXPECT_GE(profiles, 2u);
 }
