@@ -64,8 +64,8 @@ int run_schedule(const ScheduleOptions& o, CommandContext& ctx) {
     table = schedule::read_schedule_csv(*file, {o.ranks, o.virtual_stages, o.micro_batches}, diags);
     title = fmt::format("schedule table {}", o.table_path);
   } else {
-    // zb_v's V holds two stages per rank.
-    int32_t virtual_stages = o.kind == "zb_v" && o.virtual_stages == 1 ? 2 : o.virtual_stages;
+    int32_t virtual_stages =
+        o.kind == "zb_v" && o.virtual_stages == 1 ? schedule::kZeroBubbleVStagesPerRank : o.virtual_stages;
     schedule::ScheduleRequest request{kind_from_name(o.kind), o.ranks,       virtual_stages,
                                       o.micro_batches,        o.max_ongoing, o.forward_only};
     auto generated = schedule::generate_schedule(request);

@@ -609,9 +609,9 @@ class StrategyElaborator {
                                 : schedule::ScheduleKind::ZeroBubbleH1;
       return;
     }
-    if (kind == "zb_v") {  // two stages per rank, in a V
+    if (kind == "zb_v") {
       c.kind = schedule::ScheduleKind::ZeroBubbleV;
-      c.virtual_stages = 2;
+      c.virtual_stages = schedule::kZeroBubbleVStagesPerRank;
       return;
     }
     if (k.ok()) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -61,61 +62,18 @@ std::vector<Action> interleaved(int32_t rank, const ScheduleRequest& req) {
   return actions;
 }
 
-// ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024): the
-// backward split into input-grad (I) and weight-grad (W) passes, placed by
-// list scheduling at unit cost per pass (the paper's T_F = T_B = T_W). Each
-// step a rank runs the first ready of: its next I (the critical path back
-// to stage 0), its next F while fewer than p − r micro-batches are in
-// flight (F run, W not yet: 1F1B's peak activations), its next W. So W
-// passes fill the waits and only the last micro-batch's W trails the last
-// I.
-std::vector<std::vector<Action>> zero_bubble_h1(const ScheduleRequest& req) {
+// The zero-bubble schedules' list scheduler: each backward split into
+// input-grad (I) and weight-grad (W) passes, every pass one step (the
+// papers' T_F = T_B = T_W). Each step a rank runs the first ready of: an I
+// (the critical path back to the first stage), an F (unless
+// `forward_limit(stage)` micro-batches of that stage are already between F
+// and W), a W; among its stages, the one whose next pass has the earliest
+// micro-batch, ties to the first of `stages_of(rank)`. So W passes fill the
+// waits and only the last micro-batches' Ws trail the last I.
+template <typename StagesOf, typename ForwardLimit>
+std::vector<std::vector<Action>> list_schedule(const ScheduleRequest& req, int32_t stages, StagesOf stages_of,
+                                               ForwardLimit forward_limit) {
   const int32_t p = req.ranks, m = req.micro_batches;
-  constexpr int64_t kNotYet = -1;
-  // done[kind][r][mb]: the step a pass ran in, kNotYet before.
-  std::array<std::vector<std::vector<int64_t>>, 3> done;
-  for (auto& kind : done) kind.assign(p, std::vector<int64_t>(m, kNotYet));
-  std::vector<int32_t> next_f(p, 0), next_i(p, 0), next_w(p, 0);
-  std::vector<std::vector<Action>> rows(p);
-  auto finished = [&](int kind, int32_t r, int32_t mb, int64_t step) {
-    return done[kind][r][mb] != kNotYet && done[kind][r][mb] < step;
-  };
-  int64_t remaining = int64_t{3} * p * m;
-  for (int64_t step = 0; remaining > 0; ++step) {
-    for (int32_t r = 0; r < p; ++r) {
-      int32_t limit = req.max_ongoing > 0 ? std::min(p - r, req.max_ongoing) : p - r;
-      int32_t f = next_f[r], i = next_i[r], w = next_w[r];
-      if (i < m && finished(0, r, i, step) && (r == p - 1 || finished(1, r + 1, i, step))) {
-        done[1][r][i] = step, ++next_i[r];
-        rows[r].push_back({r, ActionKind::InputGrad, i, {}});
-      } else if (f < m && f - w < limit && (r == 0 || finished(0, r - 1, f, step))) {
-        done[0][r][f] = step, ++next_f[r];
-        rows[r].push_back(forward(r, f));
-      } else if (w < m && finished(1, r, w, step)) {
-        done[2][r][w] = step, ++next_w[r];
-        rows[r].push_back({r, ActionKind::WeightGrad, w, {}});
-      } else {
-        continue;
-      }
-      --remaining;
-    }
-  }
-  return rows;
-}
-
-// ZB-V (Qi et al., "Pipeline Parallelism with Controllable Memory", and the
-// zero-bubble paper's ZB-V): 2p stages in a V, rank r holding stage r
-// (chunk 0, going down) and stage 2p − 1 − r (chunk 1, coming back), each
-// backward split into I and W, list-scheduled at one step per pass. Each
-// step a rank runs the first ready of: an I (the critical path; the
-// earliest micro-batch, the later stage first), an F (the earliest
-// micro-batch; chunk 0 only while fewer than p of its micro-batches are
-// between F and W, so a rank holds about 2p half-size chunks, 1F1B's p
-// stages' worth), a W (the oldest I first). Chunk 1's forward is never
-// held back: its backward is what retires chunk 0's.
-std::vector<std::vector<Action>> zero_bubble_v(const ScheduleRequest& req) {
-  const int32_t p = req.ranks, m = req.micro_batches, stages = 2 * p;
-  const int32_t limit = req.max_ongoing > 0 ? req.max_ongoing : p;
   constexpr int64_t kNotYet = -1;
   // done[kind][stage][mb]: the step a pass ran in (F, I, W), kNotYet before.
   std::array<std::vector<std::vector<int64_t>>, 3> done;
@@ -131,7 +89,6 @@ std::vector<std::vector<Action>> zero_bubble_v(const ScheduleRequest& req) {
   int64_t remaining = int64_t{passes} * stages * m;
   for (int64_t step = 0; remaining > 0; ++step) {
     for (int32_t r = 0; r < p; ++r) {
-      const std::array<int32_t, 2> own = {stages - 1 - r, r};  // the later stage first
       auto ready_i = [&](int32_t s) {
         int32_t mb = next[1][s];
         return mb < m && finished(0, s, mb, step) && (s == stages - 1 || finished(1, s + 1, mb, step));
@@ -139,13 +96,12 @@ std::vector<std::vector<Action>> zero_bubble_v(const ScheduleRequest& req) {
       auto ready_f = [&](int32_t s) {
         int32_t mb = next[0][s];
         if (mb >= m || (s > 0 && !finished(0, s - 1, mb, step))) return false;
-        return s >= p || req.forward_only || next[0][s] - next[2][s] < limit;
+        return req.forward_only || next[0][s] - next[2][s] < forward_limit(s);
       };
       auto ready_w = [&](int32_t s) { return next[2][s] < m && finished(1, s, next[2][s], step); };
-      // The earliest micro-batch among this rank's ready stages for `kind`.
       auto pick = [&](auto ready, int kind) {
         int32_t best = -1;
-        for (int32_t s : own)
+        for (int32_t s : stages_of(r))
           if (ready(s) && (best < 0 || next[kind][s] < next[kind][best])) best = s;
         return best;
       };
@@ -162,6 +118,35 @@ std::vector<std::vector<Action>> zero_bubble_v(const ScheduleRequest& req) {
     }
   }
   return rows;
+}
+
+// ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024): one
+// stage per rank; rank r starts forwards while fewer than p − r micro-batches
+// are in flight (F run, W not yet: 1F1B's peak activations).
+std::vector<std::vector<Action>> zero_bubble_h1(const ScheduleRequest& req) {
+  const int32_t p = req.ranks;
+  return list_schedule(
+      req, p, [](int32_t r) { return std::array<int32_t, 1>{r}; },
+      [&](int32_t stage) { return req.max_ongoing > 0 ? std::min(p - stage, req.max_ongoing) : p - stage; });
+}
+
+// ZB-V (Qi et al., "Pipeline Parallelism with Controllable Memory", and the
+// zero-bubble paper's ZB-V): kZeroBubbleVStagesPerRank·p stages in a V, rank
+// r holding stage r (chunk 0, going down) and stage 2p − 1 − r (chunk 1,
+// coming back), the later stage first among equals. Chunk 0 starts forwards
+// while fewer than p (or max_ongoing) of its micro-batches are between F and
+// W, so a rank holds about 2p half-size chunks, 1F1B's p stages' worth;
+// chunk 1's forward is never held back: its backward is what retires chunk
+// 0's.
+std::vector<std::vector<Action>> zero_bubble_v(const ScheduleRequest& req) {
+  const int32_t p = req.ranks, stages = kZeroBubbleVStagesPerRank * p;
+  const int32_t limit = req.max_ongoing > 0 ? req.max_ongoing : p;
+  return list_schedule(
+      req, stages,
+      [&](int32_t r) {
+        return std::array<int32_t, 2>{stages - 1 - r, r};
+      },
+      [&](int32_t stage) { return stage >= p ? std::numeric_limits<int32_t>::max() : limit; });
 }
 
 }  // namespace
@@ -182,8 +167,8 @@ std::variant<ScheduleTable, std::string> generate_schedule(const ScheduleRequest
   if (req.micro_batches < 1) return std::string("a pipeline needs at least one micro-batch");
   if (req.max_ongoing < 0) return std::string("max_ongoing must be positive");
   bool interleaving = req.kind == ScheduleKind::Interleaved;
-  if (req.kind == ScheduleKind::ZeroBubbleV && req.virtual_stages != 2)
-    return fmt::format("zb_v places two stages on each rank, not {}", req.virtual_stages);
+  if (req.kind == ScheduleKind::ZeroBubbleV && req.virtual_stages != kZeroBubbleVStagesPerRank)
+    return fmt::format("zb_v places {} stages on each rank, not {}", kZeroBubbleVStagesPerRank, req.virtual_stages);
   if (!interleaving && req.kind != ScheduleKind::ZeroBubbleV && req.virtual_stages != 1) {
     return fmt::format("virtual stages are only meaningful for the interleaved schedule, not {}",
                        schedule_kind_name(req.kind));

@@ -12,6 +12,9 @@ namespace dstc::schedule {
 
 enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZeroBubbleH1, ZeroBubbleV };
 
+// ZB-V's V: each rank holds a stage going down and one coming back.
+inline constexpr int32_t kZeroBubbleVStagesPerRank = 2;
+
 std::string_view schedule_kind_name(ScheduleKind kind);
 
 // The most actions (forwards and backwards of a stage and micro-batch) a
@@ -22,7 +25,7 @@ inline constexpr int64_t kMaxScheduleActions = int64_t{1} << 24;
 struct ScheduleRequest {
   ScheduleKind kind = ScheduleKind::OneFOneB;
   int32_t ranks = 1;
-  int32_t virtual_stages = 1;  // interleaved; 2 for zb_v
+  int32_t virtual_stages = 1;  // interleaved; kZeroBubbleVStagesPerRank for zb_v
   int32_t micro_batches = 1;
   // Forward micro-batches a rank may have in flight before their backward
   // (Proteus's max_ongoing_micro_batch); 0 means the schedule's own limit.
