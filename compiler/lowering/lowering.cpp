@@ -616,8 +616,24 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
   }
   if (weight_grads) flush_param_grads(stage, mb);
   if (weight_grads && ++weight_blocks_done_[stage] == resolved.micro_batches) {
-    if (!spec.train.overlap_grad_reduce) sync_param_grads_after_backward(stage);
-    flush_grad_buckets(stage);
+    if (spec.train.overlap_grad_reduce) {
+      flush_grad_buckets(stage);
+    } else {
+      // Without overlap (Megatron-LM 2021's local DDP all-reduces after the
+      // pipeline flush), a rank's reductions wait for the backward of every
+      // stage it holds: an interleaved rank's early chunks do not reduce
+      // while its later chunks still run backward.
+      std::vector<int32_t> here;
+      for (int32_t s = 0; s < resolved.num_stages; ++s)
+        if (stage_devices_[s] == stage_devices_[stage]) here.push_back(s);
+      if (std::all_of(here.begin(), here.end(),
+                      [&](int32_t s) { return weight_blocks_done_[s] == resolved.micro_batches; })) {
+        for (int32_t s : here) {
+          sync_param_grads_after_backward(s);
+          flush_grad_buckets(s);
+        }
+      }
+    }
   }
 }
 

@@ -353,6 +353,39 @@ TEST(Lowering, GradientAllReducesFollowTheLastMicroBatchBackwardUnlessTheyWaitFo
   EXPECT_NE(orders[0].front(), orders[0].back());
 }
 
+TEST(Lowering, WithoutOverlapAnInterleavedRankReducesAfterAllItsChunks) {
+  // pp 2 x dp 2, interleaved with 2 chunks: pipeline rank 0 holds stages 0
+  // and 2. Not overlapped (Megatron-LM 2021 all-reduces after the pipeline
+  // flush), no reduction of either stage is queued before the last
+  // weight-gradient op of both; overlapped, stage 2's finish first.
+  for (bool overlap : {true, false}) {
+    auto mlp = make_mlp(4, 16, 32, 8);
+    StrategySpec spec = make_spec(mlp.graph, {{"pp", 2}, {"dp", 2}}, 16, 4);
+    spec.train.overlap_grad_reduce = overlap;
+    set_default(spec, 1, S("b"));
+    spec.pipeline = {0, mlp.layers_node, {}, {}};
+    ScheduleConfig sc;
+    sc.kind = schedule::ScheduleKind::Interleaved;
+    sc.micro_batches = 4;
+    sc.virtual_stages = 2;
+    spec.schedule[mlp.layers_node] = sc;
+    auto c = compile(mlp.graph, spec);
+    ASSERT_TRUE(c->result);
+    ASSERT_EQ(c->result->resolved.num_stages, 4);
+    const std::vector<ir::Op>& ops = c->f().ops;
+    auto on_rank_0 = [](const ir::Op& op) { return op.stage == 0 || op.stage == 2; };
+    size_t last_weight_grad = 0, first_reduce = ops.size();
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (!on_rank_0(ops[i])) continue;
+      if (ops[i].kind == ir::OpKind::Einsum && ops[i].phase == ir::Phase::WeightGrad) last_weight_grad = i;
+      if (ops[i].kind == ir::OpKind::AllReduce && ops[i].phase == ir::Phase::WeightGrad)
+        first_reduce = std::min(first_reduce, i);
+    }
+    ASSERT_LT(first_reduce, ops.size()) << overlap;
+    EXPECT_EQ(first_reduce > last_weight_grad, !overlap) << overlap;
+  }
+}
+
 TEST(Lowering, GradientBucketsReduceTogetherOnceFull) {
   // Three 32x32 layers (1024 elements each) and an 8x32 head (256), whose
   // gradients complete head first. A bucket of 1300 elements is full with
