@@ -23,8 +23,16 @@ ir::ValueId Lowering::forward_loss(const ForwardStep& f) {
                     f.out);
     }
     case ops::OpKind::CrossEntropy: {
+      // In fp32 whatever the logits' precision, as Megatron-LM, DeepSpeed and
+      // torchtitan compute the loss: the logits are upcast, and that copy is
+      // what the backward reads (the low-precision logits die here).
+      ir::ValueId logits = f.in[0];
+      if (type_of(logits).dtype != ir::DType::F32) {
+        logits = append(f.at, OpKind::Cast, {logits}, {AttrValue::string("dtype", "f32")}, input_layout(f.op, 0));
+        save_extras(f.op, f.at.micro_batch, {logits});
+      }
       ir::ValueId sum =
-          append(f.at, OpKind::CrossEntropy, {f.in[0], f.in[1]}, {AttrValue::string("reduction", "sum")}, f.out);
+          append(f.at, OpKind::CrossEntropy, {logits, f.in[1]}, {AttrValue::string("reduction", "sum")}, f.out);
       return append(f.at, OpKind::Scale, {sum}, {AttrValue::real("factor", 1.0 / loss_normalizer(graph, f.lop))},
                     f.out);
     }
@@ -61,8 +69,15 @@ void Lowering::backward_loss(BackwardStep& s) {
         ir::ValueId scaled =
             append(e, OpKind::Scale, {s.g}, {AttrValue::real("factor", 1.0 / loss_normalizer(graph, s.lop))},
                    dual_layout(output_layout(s.op)));
-        s.give(0, append(e, OpKind::CrossEntropyGrad, {scaled, s.in(0), s.in(1)},
-                         {AttrValue::string("reduction", "sum")}, s.grad_layout_of(0)));
+        ir::DType precision = type_of(s.in(0)).dtype;
+        ir::ValueId logits = precision == ir::DType::F32 ? s.in(0) : saved_extras(s.op, s.at.micro_batch).front();
+        ir::ValueId grad = append(e, OpKind::CrossEntropyGrad, {scaled, logits, s.in(1)},
+                                  {AttrValue::string("reduction", "sum")}, s.grad_layout_of(0));
+        if (precision != ir::DType::F32) {
+          grad = append(e, OpKind::Cast, {grad}, {AttrValue::string("dtype", ir::dtype_name(precision))},
+                        s.grad_layout_of(0));
+        }
+        s.give(0, grad);
       }
       break;
     default: no_backward_rule(s.lop);

@@ -508,13 +508,42 @@ TEST(Lowering, WeightsAreStoredInTheComputePrecisionWithAnFp32MasterWhenTraining
       }
     }
     EXPECT_EQ(masters, training ? 3 : 0);
-    EXPECT_TRUE(select(m, {ir::OpKind::Cast, -1, ir::Phase::Forward}).empty());
+    // No weight is cast in the forward; the one cast per micro-batch is the
+    // loss's upcast of the logits to fp32.
+    std::vector<const ir::Op*> forward_casts = select(m, {ir::OpKind::Cast, -1, ir::Phase::Forward});
+    EXPECT_EQ(forward_casts.size(), 2u);
+    for (const ir::Op* op : forward_casts) EXPECT_EQ(m.value_type(f, op->first_result).dtype, ir::DType::F32);
     if (!training) continue;
     EXPECT_EQ(select(m, {ir::OpKind::Cast, -1, ir::Phase::Optimizer}).size(), 3u);
     double gathered = 0;
     for (const ir::Op* op : select(m, {ir::OpKind::AllGather, 0})) gathered += result_bytes(m, *op);
     EXPECT_DOUBLE_EQ(gathered, params * 2);
   }
+}
+
+TEST(Lowering, TheLossRunsInFp32OnUpcastLogitsWhoseGradientReturnsInTheirPrecision) {
+  // bf16 training (Megatron-LM, torchtitan): the cross-entropy reads an
+  // fp32 copy of the logits, its backward that same copy, and the logits'
+  // gradient is cast back to bf16 before it reaches the head.
+  auto mlp = make_mlp(2, 8, 16, 4);
+  StrategySpec spec = make_spec(mlp.graph, {{"dp", 2}}, 8, 1);
+  spec.train.precision = ir::DType::BF16;
+  set_default(spec, 0, S("b"));
+  auto c = compile(mlp.graph, spec);
+  const ir::Module& m = c->module();
+  const ir::Function& f = c->f();
+  std::vector<const ir::Op*> losses = select(m, {ir::OpKind::CrossEntropy});
+  std::vector<const ir::Op*> grads = select(m, {ir::OpKind::CrossEntropyGrad});
+  ASSERT_EQ(losses.size(), 1u);
+  ASSERT_EQ(grads.size(), 1u);
+  ir::ValueId upcast = f.operands(*losses[0])[0];
+  EXPECT_EQ(m.value_type(f, upcast).dtype, ir::DType::F32);
+  EXPECT_EQ(f.operands(*grads[0])[1], upcast);
+  ir::ValueId logits_grad = grads[0]->first_result;
+  bool cast_back = false;
+  for (const ir::Op* op : select(m, {ir::OpKind::Cast}))
+    cast_back |= f.operands(*op)[0] == logits_grad && m.value_type(f, op->first_result).dtype == ir::DType::BF16;
+  EXPECT_TRUE(cast_back);
 }
 
 TEST(Lowering, PureHalfPrecisionTrainingKeepsNoMasterAndReducesHalfPrecisionGradients) {
