@@ -145,14 +145,15 @@ class LogicalGraphBuilder {
           unsupported(op, fmt::format("{} takes exactly two operands here; nest it for more", ops::op_name(op.kind)));
           return;
         }
-        // The second operand broadcasts over the first's other dims (the
-        // lowering expands it where they are not leading); operands of
-        // commutative ops may swap to get there.
+        // The smaller operand broadcasts over the other's remaining dims (the
+        // lowering expands it where the IR does not broadcast); operands of
+        // commutative ops swap so that the first is the full one.
         bool commutative = out.type == OpKind::Add || out.type == OpKind::Mul || out.type == OpKind::Maximum;
         if (commutative && out.inputs[1].dims.size() > out.inputs[0].dims.size())
           std::swap(out.inputs[0], out.inputs[1]);
-        const auto& a = out.inputs[0].dims;
-        const auto& b = out.inputs[1].dims;
+        size_t full = out.inputs[1].dims.size() > out.inputs[0].dims.size() ? 1 : 0;
+        const auto& a = out.inputs[full].dims;
+        const auto& b = out.inputs[1 - full].dims;
         // b's dims must appear in a in b's order.
         auto next = a.begin();
         bool in_order = true;
@@ -164,9 +165,8 @@ class LogicalGraphBuilder {
           }
           ++next;
         }
-        if (b.size() > a.size() || !in_order || out.output_dims != a) {
-          unsupported(op, commutative ? "one operand's dims must be dims of the other, in the same order"
-                                      : "the second operand's dims must be dims of the first, in the same order");
+        if (!in_order || out.output_dims != a) {
+          unsupported(op, "one operand's dims must be dims of the other, in the same order");
           return;
         }
         break;

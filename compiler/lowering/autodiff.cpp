@@ -90,7 +90,7 @@ ir::Layout Lowering::BackwardStep::grad_layout_of(size_t i) const { return l.dua
 ir::ValueId Lowering::BackwardStep::unbroadcast(size_t i, ir::ValueId grad) {
   if (l.type_of(grad).rank == l.type_of(in(i)).rank) return grad;
   std::vector<int64_t> dims;
-  for (int32_t d : dims_second_lacks(lop)) dims.push_back(d);
+  for (int32_t d : dims_input_lacks(lop, i)) dims.push_back(d);
   return l.append(emit_at(i), ir::OpKind::Sum, {grad}, {ir::AttrValue::ints("dims", dims)}, grad_layout_of(i));
 }
 

@@ -6,29 +6,32 @@
 
 namespace dstc::compiler {
 
-// The IR broadcasts a binary op's second operand over the first's leading
-// dims; over any others it is expanded first (materialized, where PyTorch
-// would stride).
-ir::ValueId Lowering::broadcast_operand(const Emit& at, int32_t op, ir::ValueId a, ir::ValueId b) {
-  std::vector<int32_t> missing = dims_second_lacks(graph.ops[op]);
-  bool leading = true;
-  for (size_t i = 0; i < missing.size(); ++i) leading &= missing[i] == static_cast<int32_t>(i);
-  if (leading) return b;
-  std::vector<int64_t> shape(type_of(a).shape().begin(), type_of(a).shape().end());
+// Operand i of a binary op as the op combines it: the IR broadcasts a
+// second operand over the first's leading dims; over any others, and a
+// first operand smaller than the second (a bias minus x), it is expanded to
+// `full`'s shape first (materialized, where PyTorch would stride).
+ir::ValueId Lowering::broadcast_operand(const Emit& at, int32_t op, size_t i, ir::ValueId full, ir::ValueId v) {
+  std::vector<int32_t> missing = dims_input_lacks(graph.ops[op], i);
+  if (missing.empty()) return v;
+  bool leading = i == 1;
+  for (size_t k = 0; k < missing.size(); ++k) leading &= missing[k] == static_cast<int32_t>(k);
+  if (leading) return v;
+  std::vector<int64_t> shape(type_of(full).shape().begin(), type_of(full).shape().end());
   std::vector<int64_t> dims(missing.begin(), missing.end());
-  return append(at, ir::OpKind::Expand, {b}, {ir::AttrValue::ints("shape", shape), ir::AttrValue::ints("dims", dims)},
-                input_layout(op, 0));
+  return append(at, ir::OpKind::Expand, {v}, {ir::AttrValue::ints("shape", shape), ir::AttrValue::ints("dims", dims)},
+                input_layout(op, 1 - i));
 }
 
 ir::ValueId Lowering::forward_elementwise(const ForwardStep& f) {
   using ir::AttrValue;
   using ir::OpKind;
-  auto second = [&] { return broadcast_operand(f.at, f.op, f.in[0], f.in[1]); };
+  auto first = [&] { return broadcast_operand(f.at, f.op, 0, f.in[1], f.in[0]); };
+  auto second = [&] { return broadcast_operand(f.at, f.op, 1, f.in[0], f.in[1]); };
   switch (f.lop.type) {
     case ops::OpKind::Add: return append(f.at, OpKind::Add, {f.in[0], second()}, {}, f.out);
-    case ops::OpKind::Sub: return append(f.at, OpKind::Sub, {f.in[0], second()}, {}, f.out);
+    case ops::OpKind::Sub: return append(f.at, OpKind::Sub, {first(), second()}, {}, f.out);
     case ops::OpKind::Mul: return append(f.at, OpKind::Mul, {f.in[0], second()}, {}, f.out);
-    case ops::OpKind::Div: return append(f.at, OpKind::Div, {f.in[0], second()}, {}, f.out);
+    case ops::OpKind::Div: return append(f.at, OpKind::Div, {first(), second()}, {}, f.out);
     case ops::OpKind::Maximum: return append(f.at, OpKind::Maximum, {f.in[0], second()}, {}, f.out);
     case ops::OpKind::Exp: return append(f.at, OpKind::Exp, {f.in[0]}, {}, f.out);
     case ops::OpKind::Sqrt: return append(f.at, OpKind::Sqrt, {f.in[0]}, {}, f.out);
@@ -53,15 +56,16 @@ ir::ValueId Lowering::forward_elementwise(const ForwardStep& f) {
 void Lowering::backward_elementwise(BackwardStep& s) {
   using ir::AttrValue;
   using ir::OpKind;
-  // The second operand as the forward combined it with the first.
-  auto second = [&](const Emit& at) { return broadcast_operand(at, s.op, s.in(0), s.in(1)); };
+  // The second operand as the forward combined it with the first (sub and
+  // div may broadcast either; the commutative ops have the full one first).
+  auto second = [&](const Emit& at) { return broadcast_operand(at, s.op, 1, s.in(0), s.in(1)); };
   switch (s.lop.type) {
     case ops::OpKind::Add:
       if (s.wanted(0)) s.give(0, s.g);
       if (s.wanted(1)) s.give(1, s.unbroadcast(1, s.g));
       break;
     case ops::OpKind::Sub:
-      if (s.wanted(0)) s.give(0, s.g);
+      if (s.wanted(0)) s.give(0, s.unbroadcast(0, s.g));
       if (s.wanted(1)) {
         ir::ValueId neg = append(s.emit_at(1), OpKind::Scale, {s.g}, {AttrValue::real("factor", -1.0)}, s.g_layout);
         s.give(1, s.unbroadcast(1, neg));
@@ -77,13 +81,17 @@ void Lowering::backward_elementwise(BackwardStep& s) {
       }
       break;
     case ops::OpKind::Div:
-      // y = a / b: da = g / b, db = -(g y) / b summed over b's broadcast.
+      // y = a / b: da = g / b, db = -(g y) / b, each summed over what its
+      // operand was broadcast over.
       {
         // b as the forward divided by, expanded once per backward block.
         ir::ValueId b = ir::kNone;
         if (s.wanted(0)) {
-          b = second(s.emit_at(0));
-          s.give(0, append(s.emit_at(0), OpKind::Div, {s.g, b}, {}, s.grad_layout_of(0)));
+          Emit e = s.emit_at(0);
+          b = second(e);
+          ir::Layout l = dims_input_lacks(s.lop, 0).empty() ? s.grad_layout_of(0)
+                                                            : product_layout(s.g_layout, output_layout(s.op));
+          s.give(0, s.unbroadcast(0, append(e, OpKind::Div, {s.g, b}, {}, l)));
         }
         if (s.wanted(1)) {
           Emit e = s.emit_at(1);

@@ -55,12 +55,12 @@ int64_t batchnorm_count(const Lowering& l, int32_t op) {
   return whole.numel() / whole.dim(1);
 }
 
-std::vector<int32_t> dims_second_lacks(const LogicalOp& lop) {
-  const std::vector<std::string>& a = lop.inputs[0].dims;
-  const std::vector<std::string>& b = lop.inputs[1].dims;
+std::vector<int32_t> dims_input_lacks(const LogicalOp& lop, size_t i) {
+  const std::vector<std::string>& out = lop.output_dims;
+  const std::vector<std::string>& in = lop.inputs[i].dims;
   std::vector<int32_t> missing;
-  for (size_t d = 0; d < a.size(); ++d)
-    if (std::find(b.begin(), b.end(), a[d]) == b.end()) missing.push_back(static_cast<int32_t>(d));
+  for (size_t d = 0; d < out.size(); ++d)
+    if (std::find(in.begin(), in.end(), out[d]) == in.end()) missing.push_back(static_cast<int32_t>(d));
   return missing;
 }
 

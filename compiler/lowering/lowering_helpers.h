@@ -16,9 +16,9 @@ double loss_normalizer(const LogicalGraph& graph, const LogicalOp& op);
 // over the batch divides by the global batch, as the losses do).
 double mean_count(const LogicalGraph& graph, const LogicalOp& op);
 std::vector<int64_t> to_ints(const std::vector<int32_t>& v);
-// Positions of the dims of a binary op's first operand its second lacks
-// (those it broadcasts over).
-std::vector<int32_t> dims_second_lacks(const LogicalOp& lop);
+// Positions of the output's dims that a binary op's operand i lacks (those
+// it broadcasts over).
+std::vector<int32_t> dims_input_lacks(const LogicalOp& lop, size_t i);
 // The layout of a product of two values laid out `a` and `b` (a partial
 // factor makes the product partial; otherwise they split alike).
 ir::Layout product_layout(const ir::Layout& a, const ir::Layout& b);

@@ -70,7 +70,7 @@ class Lowering {
   ir::ValueId box(const Emit& at, ir::ValueId value, const ir::Layout& from, const ir::Layout& to, bool reuse = true);
   // A binary op's second operand `b`, expanded to the first's (`a`) shape
   // where the dims it lacks are not leading (the IR broadcasts over those).
-  ir::ValueId broadcast_operand(const Emit& at, int32_t op, ir::ValueId a, ir::ValueId b);
+  ir::ValueId broadcast_operand(const Emit& at, int32_t op, size_t i, ir::ValueId full, ir::ValueId v);
   // Boxes values of one layout together: each reduction step is one
   // grouped collective over all of them (a gradient bucket).
   std::vector<ir::ValueId> box_group(const Emit& at, std::vector<ir::ValueId> values, const ir::Layout& from,

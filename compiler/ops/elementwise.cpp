@@ -27,7 +27,9 @@ DimsResult broadcast_dims(const DimsQuery& q, OpError& error) {
       }
     }
   }
-  if (!q.declared) return all;
+  // The result has the largest operand's dims in its order, whichever
+  // operand that is (a bias [h] minus x [b, h] is [b, h]).
+  if (!q.declared) return inputs[largest];
   // The written output may order the dims differently; it must have them all.
   std::vector<Dim> out;
   for (const DeclaredDim& d : *q.declared) {
