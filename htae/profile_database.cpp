@@ -47,6 +47,7 @@ void ProfileDatabase::add(OpProfileEntry entry) {
     for (size_t axis = 0; axis < 3; ++axis) grid.dims[axis].insert(entry.shape[axis]);
     grid.rates[{entry.shape[0], entry.shape[1], entry.shape[2]}] = entry.flops / entry.seconds;
   }
+  measured_kinds_.emplace(entry.kind, entry.dtype);
   ops_.push_back(std::move(entry));
 }
 void ProfileDatabase::add(CollectiveProfileEntry entry) { collectives_.push_back(entry); }
@@ -99,9 +100,7 @@ std::optional<double> ProfileDatabase::matmul_rate(ComputeDtype dtype, const std
 bool ProfileDatabase::rates_cover(OpClass op_class, const OpCostQuery& query) const {
   if (op_class == OpClass::Matmul) {
     // A kind measured on its own (fused attention) is priced by its entries.
-    bool own_entries = query.kind != "matmul" && std::any_of(ops_.begin(), ops_.end(), [&](const OpProfileEntry& e) {
-                         return e.kind == query.kind && e.dtype == query.dtype;
-                       });
+    bool own_entries = query.kind != "matmul" && measured_kinds_.count({query.kind, query.dtype}) > 0;
     return !own_entries && matmul_rate(query.dtype, query.shape).has_value();
   }
   return op_class != OpClass::Free && memory_curve;

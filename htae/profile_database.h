@@ -95,6 +95,8 @@ class ProfileDatabase {
     std::map<std::array<int64_t, 3>, double> rates;
   };
   std::array<MatmulGrid, kComputeDtypes.size()> matmul_grids_;
+  // The (kind, dtype) pairs with entries: asked once per op priced.
+  std::set<std::pair<std::string, ComputeDtype>> measured_kinds_;
 };
 
 // Warns (profile-other-gpu) when the profile names another GPU model than

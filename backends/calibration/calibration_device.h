@@ -42,8 +42,11 @@ class CalibrationDevice {
   virtual double launch_seconds() = 0;
 };
 
-// The local GPU; null with the reason when there is none to use (this dstc
-// built without CUDA, no device, a driver too old for the runtime).
-std::unique_ptr<CalibrationDevice> open_local_gpu(std::string& why_not);
+struct LocalGpu {
+  std::unique_ptr<CalibrationDevice> device;  // null when there is none to use
+  std::string why_not;                        // then why: no device, a driver too old for the runtime, ...
+  bool built_without_gpu = false;             // this dstc has no GPU device at all
+};
+LocalGpu open_local_gpu();
 
 }  // namespace dstc::calibration

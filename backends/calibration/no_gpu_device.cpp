@@ -3,11 +3,13 @@
 
 namespace dstc::calibration {
 
-std::unique_ptr<CalibrationDevice> open_local_gpu(std::string& why_not) {
-  why_not =
+LocalGpu open_local_gpu() {
+  LocalGpu gpu;
+  gpu.built_without_gpu = true;
+  gpu.why_not =
       "this dstc was built without CUDA (no CUDA toolkit was found when it was configured; "
       "install one under /usr/local/cuda and rebuild)";
-  return nullptr;
+  return gpu;
 }
 
 }  // namespace dstc::calibration

@@ -221,19 +221,20 @@ class CudaCalibrationDevice final : public CalibrationDevice {
 
 }  // namespace
 
-std::unique_ptr<CalibrationDevice> open_local_gpu(std::string& why_not) {
+LocalGpu open_local_gpu() {
+  LocalGpu gpu;
   int count = 0;
   if (cudaError_t status = cudaGetDeviceCount(&count); status != cudaSuccess || count == 0) {
-    why_not = status != cudaSuccess ? fmt::format("no usable CUDA device: {}", cudaGetErrorString(status))
-                                    : "no CUDA device found";
-    return nullptr;
+    gpu.why_not = status != cudaSuccess ? fmt::format("no usable CUDA device: {}", cudaGetErrorString(status))
+                                        : "no CUDA device found";
+    return gpu;
   }
   try {
-    return std::make_unique<CudaCalibrationDevice>(0);
+    gpu.device = std::make_unique<CudaCalibrationDevice>(0);
   } catch (const DeviceError& e) {
-    why_not = e.what();
-    return nullptr;
+    gpu.why_not = e.what();
   }
+  return gpu;
 }
 
 }  // namespace dstc::calibration

@@ -32,12 +32,12 @@ int run_calibrate(CommandContext& ctx, const CalibrateOptions& opts) {
       return kExitInputErrors;
     }
   }
-  std::string why_not;
-  std::unique_ptr<calibration::CalibrationDevice> device = calibration::open_local_gpu(why_not);
-  if (!device) {
-    ctx.err << fmt::format("dstc calibrate: error: {}\n", why_not);
-    return why_not.find("built without CUDA") != std::string::npos ? kExitInternal : kExitInputErrors;
+  calibration::LocalGpu gpu = calibration::open_local_gpu();
+  if (!gpu.device) {
+    ctx.err << fmt::format("dstc calibrate: error: {}\n", gpu.why_not);
+    return gpu.built_without_gpu ? kExitInternal : kExitInputErrors;
   }
+  calibration::CalibrationDevice& device = *gpu.device;
   calibration::CalibrationPlan plan = calibration::calibration_plan(opts.quick);
   ProgressBar bar(ctx.err);
   auto progress = [&](size_t done, size_t total, const std::string& next) {
@@ -45,10 +45,10 @@ int run_calibrate(CommandContext& ctx, const CalibrateOptions& opts) {
   };
   calibration::Calibration result;
   try {
-    result = calibration::calibrate(*device, plan, progress);
+    result = calibration::calibrate(device, plan, progress);
   } catch (const calibration::DeviceError& e) {
     if (ctx.err_is_terminal) bar.clear();
-    ctx.err << fmt::format("dstc calibrate: error: measuring {} failed: {}\n", device->name(), e.what());
+    ctx.err << fmt::format("dstc calibrate: error: measuring {} failed: {}\n", device.name(), e.what());
     return kExitInputErrors;
   }
   if (ctx.err_is_terminal) bar.clear();

@@ -113,6 +113,8 @@ TEST(ProfileDatabase, RoundTripsThroughToml) {
   db.gpu = "A100-SXM4-80GB";
   db.add(OpProfileEntry{"matmul", ComputeDtype::Bf16, {4096, 4096, 4096}, 1.37e11, 1.0e8, 6.1e-4});
   db.add(CollectiveProfileEntry{CollectiveKind::AllGather, 4, 1048576, 3.25e-5});
+  db.launch_overhead = 3.8e-6;
+  db.memory_curve = RateCurve{4.7e12, 1.55e7};
   SourceManager sources;
   sources.add("p.toml", db.to_toml());
   DiagnosticEngine diags(sources);
@@ -124,6 +126,10 @@ TEST(ProfileDatabase, RoundTripsThroughToml) {
   EXPECT_DOUBLE_EQ(back->ops()[0].seconds, 6.1e-4);
   ASSERT_EQ(back->collectives().size(), 1u);
   EXPECT_EQ(back->collectives()[0].kind, CollectiveKind::AllGather);
+  EXPECT_DOUBLE_EQ(*back->launch_overhead, 3.8e-6);
+  ASSERT_TRUE(back->memory_curve);
+  EXPECT_DOUBLE_EQ(back->memory_curve->max_rate, 4.7e12);
+  EXPECT_DOUBLE_EQ(back->memory_curve->half, 1.55e7);
   EXPECT_EQ(back->to_toml(), db.to_toml());
 }
 
