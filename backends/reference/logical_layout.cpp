@@ -78,8 +78,10 @@ DevicePlacement place_on_device(const ir::Module& module, ir::DeviceSetId set, c
       case ir::Sbp::Broadcast: p.first_replica &= coord == 0; break;
       case ir::Sbp::Split:
         if (s.dim < chunk.size()) {
-          // Later axes chunk outermost: each adds a more significant digit.
-          chunk[s.dim] += coord * chunks[s.dim];
+          // Earlier axes chunk outermost: each later one adds a less
+          // significant digit (OneFlow's nd-SBP: context parallelism's
+          // sequence chunk holds sequence parallelism's).
+          chunk[s.dim] = chunk[s.dim] * span.extent + coord;
           chunks[s.dim] *= span.extent;
         }
         break;

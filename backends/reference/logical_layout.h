@@ -1,7 +1,7 @@
 // How a device's local value relates to the logical tensor it is part of,
 // from the value's nd-SBP layout (docs/ir.md, "Layouts"): B axes replicate,
 // S(d) axes place the local block along d, P axes sum. When several mesh
-// axes split one dim, the later mesh axis chunks outermost.
+// axes split one dim, the earlier mesh axis chunks outermost.
 //
 // Only mesh axes the value's device set spans count: a value on a pipeline
 // stage (one coordinate on pp) is not split or summed over pp.

@@ -1,6 +1,10 @@
 #include "compiler/sbp/boxing_plan.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
+
+#include "ir/types.h"
 
 namespace dstc::compiler {
 namespace {
@@ -37,6 +41,92 @@ void shrink_first(std::vector<AxisTransfer>& plan) {
   }
 }
 
+// Which mesh axes split each tensor dim, as bits. Earlier axes chunk
+// outermost (boxing_plan.h), so a step keeps every chunk contiguous only
+// where it removes the innermost split of a dim (the latest axis splitting
+// it) or adds a new innermost one (after every axis splitting it).
+struct Nesting {
+  std::array<uint32_t, ir::kMaxRank> splitters{};
+
+  static uint32_t from(int axis) { return ~((1u << axis) - 1); }  // axis and later
+  bool can_remove(int axis, int dim) const { return (splitters[dim] & from(axis + 1)) == 0; }
+  bool can_add(int axis, int dim) const { return (splitters[dim] & from(axis)) == 0; }
+  // The innermost split of `dim` inside `axis`: it must go first.
+  int blocking(int axis, int dim) const { return std::bit_width(splitters[dim] & from(axis + 1)) - 1; }
+
+  bool valid(const AxisTransfer& t) const {
+    switch (t.op) {
+      case ir::OpKind::AllGather:
+      case ir::OpKind::Unshard: return can_remove(t.axis, t.from_dim);
+      case ir::OpKind::ReduceScatter:
+      case ir::OpKind::Shard: return can_add(t.axis, t.to_dim);
+      case ir::OpKind::AllToAll: {
+        Nesting after = *this;
+        after.splitters[t.from_dim] &= ~(1u << t.axis);
+        return can_remove(t.axis, t.from_dim) && after.can_add(t.axis, t.to_dim);
+      }
+      default: return true;
+    }
+  }
+  // The dim whose nesting keeps `t` from running now.
+  int blocked_dim(const AxisTransfer& t) const {
+    if (t.from_dim >= 0 && !can_remove(t.axis, t.from_dim)) return t.from_dim;
+    return t.to_dim;
+  }
+  void apply(const AxisTransfer& t) {
+    if (t.from_dim >= 0) splitters[t.from_dim] &= ~(1u << t.axis);
+    if (t.to_dim >= 0) splitters[t.to_dim] |= 1u << t.axis;
+  }
+};
+
+// A step adding a split to `dim` on `axis`, if it is one.
+bool adds_to(const AxisTransfer& t, int dim, int axis) { return t.to_dim == dim && t.axis < axis; }
+
+// The steps in the order given where their nesting allows. A step waits
+// while a split of its dim inside its axis remains, or while a split of the
+// dim on an earlier axis is still to come. Where every step waits, the
+// innermost split in the way is gathered and sharded again after the
+// change; an all-to-all waiting on a split still to come becomes its gather
+// and shard.
+std::vector<AxisTransfer> nested_order(std::vector<AxisTransfer> pending, const ir::Layout& from) {
+  Nesting nesting;
+  for (int a = 0; a < static_cast<int>(from.size()); ++a)
+    if (from[a].kind == ir::Sbp::Split) nesting.splitters[from[a].dim] |= 1u << a;
+  auto ready = [&](const AxisTransfer& t) {
+    if (!nesting.valid(t)) return false;
+    return t.to_dim < 0 || std::none_of(pending.begin(), pending.end(),
+                                        [&](const AxisTransfer& o) { return adds_to(o, t.to_dim, t.axis); });
+  };
+  std::vector<AxisTransfer> ordered;
+  while (!pending.empty()) {
+    if (auto next = std::find_if(pending.begin(), pending.end(), ready); next != pending.end()) {
+      nesting.apply(*next);
+      ordered.push_back(*next);
+      pending.erase(next);
+      continue;
+    }
+    auto in_the_way = std::find_if(pending.begin(), pending.end(), [&](const AxisTransfer& t) {
+      int dim = nesting.blocked_dim(t);
+      return dim >= 0 && nesting.blocking(t.axis, dim) >= 0;
+    });
+    if (in_the_way != pending.end()) {
+      int dim = nesting.blocked_dim(*in_the_way);
+      int inner = nesting.blocking(in_the_way->axis, dim);
+      pending.insert(pending.begin(), {ir::OpKind::AllGather, inner, dim, -1});
+      pending.push_back({ir::OpKind::Shard, inner, -1, dim});
+      continue;
+    }
+    auto swap = std::find_if(pending.begin(), pending.end(),
+                             [](const AxisTransfer& t) { return t.op == ir::OpKind::AllToAll; });
+    if (swap == pending.end()) break;  // unreachable: only all-to-alls wait on steps to come
+    AxisTransfer t = *swap;
+    *swap = {ir::OpKind::AllGather, t.axis, t.from_dim, -1};
+    pending.push_back({ir::OpKind::Shard, t.axis, -1, t.to_dim});
+  }
+  ordered.insert(ordered.end(), pending.begin(), pending.end());
+  return ordered;
+}
+
 // The plan between layouts without S(flat).
 std::vector<AxisTransfer> plan_blocks(const ir::Layout& from, const ir::Layout& to) {
   std::vector<AxisTransfer> removals, keeps, additions;
@@ -60,9 +150,11 @@ std::vector<AxisTransfer> plan_blocks(const ir::Layout& from, const ir::Layout& 
       keeps.push_back({ir::OpKind::Partialize, a, -1, -1});
     }
   }
-  std::vector<AxisTransfer> plan = std::move(removals);
+  // Splits go innermost (latest axis) first and come outermost first.
+  std::vector<AxisTransfer> plan(removals.rbegin(), removals.rend());
   plan.insert(plan.end(), keeps.begin(), keeps.end());
-  plan.insert(plan.end(), additions.rbegin(), additions.rend());
+  plan.insert(plan.end(), additions.begin(), additions.end());
+  plan = nested_order(std::move(plan), from);
   shrink_first(plan);
   return plan;
 }

@@ -1,10 +1,12 @@
 // Boxing: the transfers that turn a tensor laid out one way into another
 // layout, one mesh axis at a time (architecture note, "SBP and boxing").
 //
-// Nesting: when several mesh axes split the same tensor dim, the later mesh
-// axis chunks outermost. Plans therefore remove splits from the earliest axis
-// up and add splits from the latest axis down, so each collective sees
-// contiguous chunks.
+// Nesting: when several mesh axes split the same tensor dim, the earlier
+// mesh axis chunks outermost (OneFlow's nd-SBP; with mesh [cp, tp], context
+// parallelism's sequence chunk holds sequence parallelism's). Plans remove
+// splits from the latest axis down and add them from the earliest up, so
+// each collective sees contiguous chunks; where a split of an earlier axis
+// is in the way, it is gathered and sharded again around the step.
 #pragma once
 
 #include <string>

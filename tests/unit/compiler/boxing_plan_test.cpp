@@ -54,14 +54,30 @@ TEST(BoxingPlan, LocalShardGoesBeforeAnAllReduce) {
   EXPECT_EQ(steps(plan), "shard@1 all_reduce@0 ");
 }
 
-// The same tensor dim split over two axes: removing and adding splits of it
-// keeps the nesting order (earliest axis removed first, latest added first),
-// even where another order would move less.
+// The same tensor dim split over two axes: the earlier axis chunks
+// outermost, so splits are removed from the latest axis down and added from
+// the earliest up, even where another order would move less.
 TEST(BoxingPlan, StepsOnTheSameDimKeepTheirNestingOrder) {
   std::vector<AxisTransfer> plan = plan_boxing({S(0), B}, {B, S(0)});
   EXPECT_EQ(steps(plan), "all_gather@0 shard@1 ");
   plan = plan_boxing({P, P}, {S(0), S(0)});
-  EXPECT_EQ(steps(plan), "reduce_scatter@1 reduce_scatter@0 ");
+  EXPECT_EQ(steps(plan), "reduce_scatter@0 reduce_scatter@1 ");
+  // Sequence parallelism inside context parallelism's chunk: tp's split is
+  // the inner one, gathered and scattered on its own.
+  EXPECT_EQ(steps(plan_boxing({S(1), S(1)}, {S(1), B})), "all_gather@1 ");
+  EXPECT_EQ(steps(plan_boxing({S(1), P}, {S(1), S(1)})), "reduce_scatter@1 ");
+}
+
+// A step that would leave a chunk non-contiguous waits for the splits inside
+// it to go. Experts split over tp moving to dp (expert parallelism): tp's
+// split of e is gathered before dp's all-to-all splits e outermost.
+TEST(BoxingPlan, InnerSplitsOfADimGoBeforeAnOuterOneChanges) {
+  EXPECT_EQ(steps(plan_boxing({S(0), S(1)}, {S(1), B})), "all_gather@1 all_to_all@0 ");
+  // dp's chunks of dim 0 outside tp's: tp's split is gathered and sharded
+  // again around dp's reduce-scatter.
+  EXPECT_EQ(steps(plan_boxing({P, S(0)}, {S(0), S(0)})), "all_gather@1 reduce_scatter@0 shard@1 ");
+  // An all-to-all between dims another axis splits inside: its gather and shard.
+  EXPECT_EQ(steps(plan_boxing({S(0), S(1)}, {S(1), S(1)})), "all_gather@1 all_to_all@0 shard@1 ");
 }
 
 // One axis at a time: each layout change is its one collective.

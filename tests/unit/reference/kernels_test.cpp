@@ -335,14 +335,14 @@ TEST(Kernels, BatchNormFromStatisticsMatchesBatchNormAndItsGradients) {
   expect_gradient([&](const HostTensor& b) { return from_stats(x, gamma, b); }, beta, w, dbeta, "batchnorm dbeta");
 }
 
-TEST(LogicalLayout, LaterMeshAxesChunkOutermostAndPartialsSum) {
+TEST(LogicalLayout, EarlierMeshAxesChunkOutermostAndPartialsSum) {
   ir::Module m;
   m.set_mesh(ir::Mesh("world", {{"dp", 2}, {"tp", 2}}));
   ir::DeviceSetId all = m.intern_devices(ir::DeviceSet::whole(m.mesh()));
   ir::Layout both{{ir::Sbp::Split, 0}, {ir::Sbp::Split, 0}};
-  // Rank (dp=1, tp=0) holds chunk 1 of 4: tp picks the outer half, dp the quarter in it.
-  EXPECT_EQ(place_on_device(m, all, both, std::vector<int64_t>{2}, 2).offset[0], 2);
-  EXPECT_EQ(place_on_device(m, all, both, std::vector<int64_t>{2}, 1).offset[0], 4);
+  // Rank (dp=1, tp=0) holds chunk 2 of 4: dp picks the outer half, tp the quarter in it.
+  EXPECT_EQ(place_on_device(m, all, both, std::vector<int64_t>{2}, 2).offset[0], 4);
+  EXPECT_EQ(place_on_device(m, all, both, std::vector<int64_t>{2}, 1).offset[0], 2);
   HostTensor logical(ir::DType::F32, std::vector<int64_t>{8});
   for (size_t i = 0; i < 8; ++i) logical.data[i] = static_cast<double>(i);
   std::vector<HostTensor> locals;
@@ -355,7 +355,8 @@ TEST(LogicalLayout, LaterMeshAxesChunkOutermostAndPartialsSum) {
   // Partial on tp, split on dp: the gathered value sums the tp parts.
   ir::Layout partial{{ir::Sbp::Split, 0}, {ir::Sbp::PartialSum, 0}};
   GatheredTensor g = gather_logical(m, all, partial, parts);
-  EXPECT_EQ(g.logical.data, (std::vector<double>{0 + 4, 1 + 5, 2 + 6, 3 + 7}));
+  // (ranks 0 and 1 hold [0, 1] and [2, 3] as tp's quarters of dp's first half)
+  EXPECT_EQ(g.logical.data, (std::vector<double>{0 + 2, 1 + 3, 4 + 6, 5 + 7}));
   // Broadcast on tp: the copies differ, which gathering reports.
   ir::Layout replicated{{ir::Sbp::Split, 0}, {ir::Sbp::Broadcast, 0}};
   EXPECT_GT(gather_logical(m, all, replicated, parts).replica_difference, 0);
