@@ -16,6 +16,7 @@ std::vector<OpInfo> build_table() {
   rules::add_backward_ops(entries);
   rules::add_optimizer_ops(entries);
   rules::add_communication_ops(entries);
+  rules::add_routing_ops(entries);
   std::vector<OpInfo> table(static_cast<size_t>(kOpKindCount));
   std::vector<bool> seen(table.size(), false);
   for (OpInfo& e : entries) {

@@ -15,6 +15,7 @@ void add_forward_ops(std::vector<OpInfo>& table);
 void add_backward_ops(std::vector<OpInfo>& table);
 void add_optimizer_ops(std::vector<OpInfo>& table);
 void add_communication_ops(std::vector<OpInfo>& table);
+void add_routing_ops(std::vector<OpInfo>& table);
 
 template <typename... Args>
 bool fail(std::string& error, fmt::format_string<Args...> format, Args&&... args) {

@@ -129,6 +129,20 @@ void batchnorm_weight_grad(const HostTensor& dy, const HostTensor& x, const Batc
 void batchnorm_input_grad(const HostTensor& dy, const HostTensor& x, const BatchStats& s, const HostTensor& gamma,
                           const HostTensor& dgamma, const HostTensor& dbeta, HostTensor& dx);
 
+// --- routing (kernels_routing.cpp) ---
+// The k largest entries of each row along dim kept, the rest zero (ties:
+// the lower index first); its gradient passes dy where x was kept.
+void top_k(const HostTensor& x, int dim, int64_t k, HostTensor& out);
+void top_k_grad(const HostTensor& dy, const HostTensor& x, int dim, int64_t k, HostTensor& out);
+// Tokens x[G.., s, h] to slots [G.., e, c, h]: each token to every expert
+// whose gate (gates[G.., s, e]) is nonzero, in order along s, the first c
+// per expert and group; scaled by the gate when weighted.
+void dispatch(const HostTensor& x, const HostTensor& gates, bool weighted, HostTensor& out);
+// Its inverse: each kept slot of y[G.., e, c, h] added back to its token.
+void combine(const HostTensor& y, const HostTensor& gates, bool weighted, HostTensor& out);
+// combine's gradient for the gates: dz · y of each kept slot, zero elsewhere.
+void combine_gate_grad(const HostTensor& dz, const HostTensor& y, const HostTensor& gates, HostTensor& out);
+
 // --- optimizer and accumulation ---
 void sgd(const HostTensor& w, const HostTensor& g, double lr, double weight_decay, HostTensor& out);
 struct AdamParams {

@@ -36,11 +36,15 @@ Linearity linearity(OpKind kind, size_t operands) {
     case OpKind::Concat: return Linearity::Sum;
     case OpKind::Mul:
     case OpKind::Matmul:
+    case OpKind::CombineGateGrad:
     case OpKind::Conv2d:
     case OpKind::Conv2dWeightGrad: return Linearity::Product;
     case OpKind::Einsum: return operands == 2 ? Linearity::Product : Linearity::First;
     case OpKind::Scale:
     case OpKind::Rope:
+    case OpKind::TopKGrad:
+    case OpKind::Dispatch:
+    case OpKind::Combine:
     case OpKind::Div:
     case OpKind::Expand:
     case OpKind::Sum:
@@ -143,6 +147,13 @@ uint32_t reduced_split_axes(const ir::Module& module, const ir::Function& f, con
     // dk and dv sum over q's rows: a split query sequence (context
     // parallelism) leaves them partial.
     case OpKind::AttentionGrad: return result == 0 ? 0 : split(1, [](int d) { return d == 2; });
+    // A token sums its experts' slots; the gates' gradient sums over h.
+    case OpKind::Combine:
+      return split(0, [&](int d) { return d == rank_of(0) - 3; }) |
+             split(1, [&](int d) { return d == rank_of(1) - 1; });
+    case OpKind::CombineGateGrad:
+      return split(0, [&](int d) { return d == rank_of(0) - 1; }) |
+             split(1, [&](int d) { return d == rank_of(1) - 1; });
     default: return 0;
   }
 }

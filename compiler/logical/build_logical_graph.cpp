@@ -286,6 +286,23 @@ class LogicalGraphBuilder {
         out.index = index ? index->i : 0;
         break;
       }
+      case OpKind::TopK:
+        out.axis = dim_attr("dim");
+        out.top_k = int_attr("k", 1);
+        break;
+      case OpKind::Dispatch:
+      case OpKind::Combine: {
+        // Tokens take slots in order along the routed dim, per micro-batch
+        // if it were the batch dim: micro-batching would change the routing.
+        const std::vector<std::string>& gates = out.inputs[1].dims;
+        if (gates[gates.size() - 2] == model_.batch_dim) {
+          unsupported(op, fmt::format("routing tokens along the batch dim {}; route along a dim inside each sample "
+                                      "(the sequence)",
+                                      model_.batch_dim));
+          return;
+        }
+        break;
+      }
       case OpKind::Slice: {  // its end is the start plus the output's size
         out.axis = dim_attr("dim");
         // The batch dim is sized by the global batch and cut by micro-batches.

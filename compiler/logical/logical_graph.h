@@ -48,9 +48,11 @@ struct LogicalOp {
   std::vector<std::string> output_dims;
   int32_t node = -1;  // the layer (leaf) it belongs to
   // Attributes, as the op type uses them.
-  int32_t axis = -1;          // Softmax, LogSoftmax: normalized axis; Select: selected; Concat: joined; Rope: positions
+  int32_t axis = -1;  // Softmax, LogSoftmax: normalized axis; Select: selected; Concat: joined; Rope: positions; TopK:
+                      // selected along
   std::vector<int32_t> axes;  // Sum, Mean, Max: reduced axes of the input, increasing
   int64_t index = 0;          // Select; Slice: the first index kept
+  int64_t top_k = 1;          // TopK: entries kept along `axis`
   double p = 0;               // Dropout probability
   double eps = 1e-5;          // LayerNorm, RmsNorm, BatchNorm
   double factor = 1;          // Scale

@@ -63,6 +63,7 @@ ir::ValueId Lowering::emit_forward_op(const Emit& at, int32_t op, const std::vec
     case ops::Family::Attention: return forward_attention(f);
     case ops::Family::Convolution: return forward_convolution(f);
     case ops::Family::Shape: return forward_shape(f);
+    case ops::Family::Routing: return forward_routing(f);
   }
   no_forward_lowering(lop);
 }
@@ -126,6 +127,7 @@ std::vector<GradContribution> Lowering::emit_backward_op(const Emit& at, int32_t
     case ops::Family::Attention: backward_attention(s); break;
     case ops::Family::Convolution: backward_convolution(s); break;
     case ops::Family::Shape: backward_shape(s); break;
+    case ops::Family::Routing: backward_routing(s); break;
   }
   return std::move(s.result);
 }

@@ -149,6 +149,7 @@ class Lowering {
   ir::ValueId forward_attention(const ForwardStep& f);
   ir::ValueId forward_convolution(const ForwardStep& f);
   ir::ValueId forward_shape(const ForwardStep& f);
+  ir::ValueId forward_routing(const ForwardStep& f);
   void backward_contraction(BackwardStep& s);
   void backward_elementwise(BackwardStep& s);
   void backward_normalization(BackwardStep& s);
@@ -158,6 +159,7 @@ class Lowering {
   void backward_attention(BackwardStep& s);
   void backward_convolution(BackwardStep& s);
   void backward_shape(BackwardStep& s);
+  void backward_routing(BackwardStep& s);
   [[noreturn]] static void no_forward_lowering(const LogicalOp& lop);
   [[noreturn]] static void no_backward_rule(const LogicalOp& lop);
 

@@ -35,5 +35,9 @@ DimsResult concat_dims(const DimsQuery& q, OpError& error);
 DimsResult select_dims(const DimsQuery& q, OpError& error);
 DimsResult slice_dims(const DimsQuery& q, OpError& error);
 DimsResult reshape_dims(const DimsQuery& q, OpError& error);
+// routing.cpp
+DimsResult top_k_dims(const DimsQuery& q, OpError& error);
+DimsResult dispatch_dims(const DimsQuery& q, OpError& error);
+DimsResult combine_dims(const DimsQuery& q, OpError& error);
 
 }  // namespace dstc::ops

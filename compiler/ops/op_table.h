@@ -32,7 +32,8 @@ enum class Family : uint8_t {
   Loss,
   Attention,
   Convolution,
-  Shape
+  Shape,
+  Routing
 };
 
 // A named dim of a tensor, as the model writes it: `h: hidden`.
@@ -103,6 +104,7 @@ struct SplitRule {
     ReshapeGroups,      // only the outermost dim of a group it merges or splits
     BatchAndHeadsOnly,  // attention: its first two dims
     ToPartialMax,       // by name; a split reduced dim leaves a partial maximum
+    RoutesTokens,       // dispatch, combine: not the routed dim nor the slots
   };
   Kind kind = ByName;
   std::string_view refusal;
@@ -121,6 +123,8 @@ inline constexpr SplitRule kKeepsClassDimWhole{SplitRule::KeepClassDim, {}};
 inline constexpr SplitRule kReshapeSplit{SplitRule::ReshapeGroups, {}};
 inline constexpr SplitRule kSplitsBatchAndHeads{SplitRule::BatchAndHeadsOnly, {}};
 inline constexpr SplitRule kSplitToPartialMax{SplitRule::ToPartialMax, {}};
+inline constexpr SplitRule kSelectsTopKAlongAttrDim{SplitRule::RefuseAttrDim, "selects its top k along"};
+inline constexpr SplitRule kRoutesTokens{SplitRule::RoutesTokens, {}};
 
 // Which inputs an op is linear in, so which may arrive partial (the output
 // is then partial too): none, the first (the rest replicated), or all.

@@ -220,6 +220,23 @@ std::optional<AxisSignature> signature_for(const LogicalGraph& graph, const Logi
       r->output = {ir::Sbp::Split, static_cast<uint8_t>(a)};
       break;
     }
+    case ops::SplitRule::RoutesTokens: {
+      // dispatch x[.., s, h], gates[.., s, e] -> [.., e, c, h]; combine the
+      // reverse. Slots follow token order along s, so neither s nor the
+      // slots c split; the group dims, e and h split by name (e leaves
+      // combine's output partial: each device sums its experts).
+      const std::vector<std::string>& gates = op.inputs[1].dims;
+      const bool dispatch = op.type == ops::OpKind::Dispatch;
+      const std::vector<std::string>& routed = dispatch ? op.output_dims : op.inputs[0].dims;
+      const std::string& slots = routed[routed.size() - 2];
+      if (dim == gates[gates.size() - 2] || dim == slots) {
+        why_not = fmt::format("{} pairs the slots {} with tokens in order along {}, so it cannot split '{}'", name,
+                              slots, gates[gates.size() - 2], dim);
+        return std::nullopt;
+      }
+      r = split_by_name(op, dim);
+      break;
+    }
     case ops::SplitRule::ToPartialMax:
       r = split_by_name(op, dim);
       if (r->output.kind == ir::Sbp::PartialSum) r->output = {ir::Sbp::PartialMax, 0};

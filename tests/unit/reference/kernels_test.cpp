@@ -138,6 +138,65 @@ TEST(Kernels, RopeRotatesPairsByPositionAndItsInverseIsItsGradient) {
       x, w, dx, "rope dx");
 }
 
+TEST(Kernels, TopKKeepsTheLargestAlongItsDimAndPassesTheirGradient) {
+  HostTensor x(ir::DType::F64, std::vector<int64_t>{2, 4}), y(x.dtype, x.shape);
+  x.data = {0.1, 0.7, 0.3, 0.7, -1, -3, -2, 5};
+  kernels::top_k(x, 1, 2, y);
+  // Ties go to the lower index; negative entries are kept like any other.
+  EXPECT_EQ(y.data, (std::vector<double>{0, 0.7, 0, 0.7, -1, 0, 0, 5}));
+  kernels::top_k(x, 0, 1, y);
+  EXPECT_EQ(y.data, (std::vector<double>{0.1, 0.7, 0.3, 0, 0, 0, 0, 5}));
+  HostTensor r = random_tensor({3, 5}, 16), w = random_tensor({3, 5}, 17), dr(r.dtype, r.shape);
+  kernels::top_k_grad(w, r, 1, 3, dr);
+  expect_gradient(
+      [](const HostTensor& in) {
+        HostTensor out(in.dtype, in.shape);
+        kernels::top_k(in, 1, 3, out);
+        return out;
+      },
+      r, w, dr, "top_k dx");
+}
+
+TEST(Kernels, DispatchFillsSlotsInTokenOrderAndCombineIsItsAdjoint) {
+  // One group of 4 tokens, 2 experts, capacity 2: expert 0 takes tokens 0,
+  // 2 (token 3 is past its capacity), expert 1 tokens 1, 3.
+  HostTensor x(ir::DType::F64, std::vector<int64_t>{1, 4, 1}), gates(ir::DType::F64, std::vector<int64_t>{1, 4, 2});
+  x.data = {10, 20, 30, 40};
+  gates.data = {0.5, 0, 0, 1, 0.25, 0, 0.5, 0.5};
+  HostTensor slots(ir::DType::F64, std::vector<int64_t>{1, 2, 2, 1});
+  kernels::dispatch(x, gates, false, slots);
+  EXPECT_EQ(slots.data, (std::vector<double>{10, 30, 20, 40}));
+  kernels::dispatch(x, gates, true, slots);
+  EXPECT_EQ(slots.data, (std::vector<double>{5, 7.5, 20, 20}));
+  HostTensor back(ir::DType::F64, x.shape);
+  kernels::combine(slots, gates, false, back);
+  EXPECT_EQ(back.data, (std::vector<double>{5, 20, 7.5, 20}));  // token 3 keeps expert 1's share only
+
+  // Gradients, with every gate nonzero so that a small change keeps the
+  // routing: 2 groups of 5 tokens, 3 experts of capacity 3 (some dropped).
+  HostTensor t = random_tensor({2, 5, 4}, 18), g = random_tensor({2, 5, 3}, 19);
+  for (double& v : g.data) v = std::abs(v) + 0.1;
+  HostTensor y = random_tensor({2, 3, 3, 4}, 20);
+  HostTensor w_slots = random_tensor({2, 3, 3, 4}, 21), w_tokens = random_tensor({2, 5, 4}, 22);
+  auto dispatched = [&](const HostTensor& in, bool weighted) {
+    HostTensor out(in.dtype, y.shape);
+    kernels::dispatch(in, g, weighted, out);
+    return out;
+  };
+  auto combined = [&](const HostTensor& in, const HostTensor& gate) {
+    HostTensor out(in.dtype, t.shape);
+    kernels::combine(in, gate, true, out);
+    return out;
+  };
+  HostTensor dt(t.dtype, t.shape), dy(y.dtype, y.shape), dg(g.dtype, g.shape);
+  kernels::combine(w_slots, g, false, dt);
+  expect_gradient([&](const HostTensor& in) { return dispatched(in, false); }, t, w_slots, dt, "dispatch dx");
+  kernels::dispatch(w_tokens, g, true, dy);
+  expect_gradient([&](const HostTensor& in) { return combined(in, g); }, y, w_tokens, dy, "combine dy");
+  kernels::combine_gate_grad(w_tokens, y, g, dg);
+  expect_gradient([&](const HostTensor& in) { return combined(y, in); }, g, w_tokens, dg, "combine dgates");
+}
+
 TEST(Kernels, CrossEntropyConvPoolAndBatchNormGradientsAreDerivatives) {
   HostTensor logits = random_tensor({4, 3}, 9), labels(ir::DType::I32, std::vector<int64_t>{4});
   labels.data = {0, 2, 1, 2};

@@ -1,0 +1,74 @@
+// Routing: a router's top-k selection, and the dispatch of tokens to
+// experts' capacity slots and their combination back (mixture of experts).
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "compiler/ops/dims_checks.h"
+
+namespace dstc::ops {
+namespace {
+
+// The dims of a and b before their last `keep_a` and `keep_b` agree.
+bool same_leading(const std::vector<Dim>& a, size_t keep_a, const std::vector<Dim>& b, size_t keep_b) {
+  if (a.size() < keep_a || b.size() < keep_b || a.size() - keep_a != b.size() - keep_b) return false;
+  return std::equal(a.begin(), a.end() - static_cast<std::ptrdiff_t>(keep_a), b.begin());
+}
+
+}  // namespace
+
+DimsResult top_k_dims(const DimsQuery& q, OpError& error) {
+  const std::string& dim = given_attr(q.attrs, "dim")->dim;
+  if (!require_dim(q.inputs[0], dim, 0, error)) return std::nullopt;
+  int64_t k = given_attr(q.attrs, "k")->i;
+  int64_t size = find_dim(q.inputs[0], dim)->size;
+  if (k < 1 || k > size) return fail(error, fmt::format("k = {} must be between 1 and {}'s size {}", k, dim, size));
+  return check_declared(q.inputs[0], q.declared, error);
+}
+
+// x[..., s, h] and gates[..., s, e] -> [..., e, c, h], c the written slots.
+DimsResult dispatch_dims(const DimsQuery& q, OpError& error) {
+  const auto& x = q.inputs[0];
+  const auto& gates = q.inputs[1];
+  if (x.size() < 2 || !same_leading(x, 1, gates, 1))
+    return fail(error,
+                fmt::format("gates {} must have the tokens' dims {} but the last: x[..., s, h], gates[..., s, e]",
+                            dims_text(gates), dims_text(x)),
+                1);
+  const Dim& e = gates.back();
+  const Dim& h = x.back();
+  if (e.name == h.name)
+    return fail(error, fmt::format("the experts' dim and the tokens' last dim are both {}", e.name), 1);
+  const auto& declared = *q.declared;
+  if (declared.size() != x.size() + 1)
+    return fail(error, fmt::format("the output is [..., {}, slots, {}]: {} dims, written with {}", e.name, h.name,
+                                   x.size() + 1, declared.size()));
+  std::vector<Dim> out(x.begin(), x.end() - 2);
+  const DeclaredDim& slots = declared[declared.size() - 2];
+  if (find_dim(x, slots.name) || find_dim(gates, slots.name))
+    return fail(error, fmt::format("the slots dim {} must be new: it is already a dim of the inputs", slots.name));
+  if (!slots.size || *slots.size < 1)
+    return fail(error, fmt::format("give the experts' capacity as the slots dim's size ({}: N)", slots.name), -1, true);
+  out.push_back(e);
+  out.push_back({slots.name, *slots.size});
+  out.push_back(h);
+  return check_declared(out, q.declared, error);
+}
+
+// y[..., e, c, h] and gates[..., s, e] -> [..., s, h].
+DimsResult combine_dims(const DimsQuery& q, OpError& error) {
+  const auto& y = q.inputs[0];
+  const auto& gates = q.inputs[1];
+  if (gates.size() < 2 || !same_leading(y, 3, gates, 2) || y[y.size() - 3] != gates.back())
+    return fail(
+        error,
+        fmt::format("y {} and gates {} must be y[..., e, c, h] and gates[..., s, e]", dims_text(y), dims_text(gates)),
+        1);
+  if (find_dim(gates, y[y.size() - 2].name))
+    return fail(error, fmt::format("the slots dim {} is also a dim of the gates", y[y.size() - 2].name), 1);
+  std::vector<Dim> out(gates.begin(), gates.end() - 1);
+  out.push_back(y.back());
+  return check_declared(out, q.declared, error);
+}
+
+}  // namespace dstc::ops
