@@ -1,0 +1,1 @@
+compile examples/mixtral_8x7b_megatron.dstrat --simulate
