@@ -1,1 +1,1 @@
-check examples/search_mlp_distir.dstrat examples/search_gpt2_inference.dstrat examples/search_gpt3_training.dstrat
+check examples/search_mlp_distir.dstrat examples/search_gpt2_inference.dstrat examples/search_gpt3_training.dstrat examples/search_mixtral.dstrat
