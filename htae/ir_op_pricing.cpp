@@ -40,6 +40,15 @@ CollectivePhase direct_phase(std::span<const int64_t> group, size_t root, double
   return phase;
 }
 
+// An op on partly filled values (experts' slots) runs on the filled rows:
+// its shape's first extent scaled, so that a measured shape is not taken
+// for it.
+OpCostQuery filled_rows(OpCostQuery q, double fill) {
+  if (fill < 1 && !q.shape.empty())
+    q.shape[0] = std::max<int64_t>(1, static_cast<int64_t>(std::llround(static_cast<double>(q.shape[0]) * fill)));
+  return q;
+}
+
 }  // namespace
 
 ComputeDtype compute_dtype(ir::DType dtype) {
@@ -69,7 +78,7 @@ OpCostQuery compute_query(const ir::Module& module, const ir::Function& f, const
   const ir::TensorType& out = module.value_type(f, op.first_result);
   if (classify_op(q.kind) != OpClass::Matmul) {
     q.shape.assign(out.shape().begin(), out.shape().end());
-    return q;
+    return filled_rows(q, ir::op_fill(f, op).fullest);
   }
   std::vector<ir::TensorType> operands;
   for (ir::ValueId v : f.operands(op)) operands.push_back(module.value_type(f, v));
@@ -99,7 +108,7 @@ OpCostQuery compute_query(const ir::Module& module, const ir::Function& f, const
       q.shape = {out.numel() / std::max<int64_t>(n, 1), n, std::max<int64_t>(k, 1)};
     }
   }
-  return q;
+  return filled_rows(q, ir::op_fill(f, op).fullest);
 }
 
 CommSpec comm_spec(const ir::Module& module, const ir::Function& f, const ir::Op& op) {
@@ -107,8 +116,8 @@ CommSpec comm_spec(const ir::Module& module, const ir::Function& f, const ir::Op
   s.kind = op.kind;
   // A grouped collective moves all its operands' bytes in one.
   double in = 0, out = 0;
-  for (ir::ValueId v : f.operands(op)) in += static_cast<double>(module.value_type(f, v).bytes());
-  for (int i = 0; i < op.result_count; ++i) out += static_cast<double>(module.value_type(f, f.result(op, i)).bytes());
+  for (ir::ValueId v : f.operands(op)) in += static_cast<double>(module.value_bytes(f, v));
+  for (int i = 0; i < op.result_count; ++i) out += static_cast<double>(module.value_bytes(f, f.result(op, i)));
   ir::AttrReader attrs(module, f, op);
   auto root = [&] { return static_cast<size_t>(std::max<int64_t>(attrs.integer("root"), 0)); };
   s.collective = collective_of(op.kind);

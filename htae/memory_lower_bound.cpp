@@ -47,7 +47,7 @@ std::vector<int64_t> saved_for_backward(const ir::Module& module, const ir::Func
     for (uint16_t r = 0; r < op.result_count; ++r) {
       ir::ValueId v = op.first_result + r;
       if (!read_backward[v]) continue;
-      int64_t bytes = module.value_type(f, v).bytes();
+      int64_t bytes = module.value_bytes(f, v);
       std::vector<int64_t>& into = from_batch[v] ? saved : saved_shared;
       for (ir::Rank rank : module.members(f.values[v].devices)) into[static_cast<size_t>(rank)] += bytes;
     }
@@ -86,9 +86,9 @@ MemoryLowerBound memory_lower_bound(const ir::Module& module, const ir::Function
         continue;
       if (std::find(counted.begin(), counted.end(), v) != counted.end()) continue;
       counted.push_back(v);
-      working += module.value_type(f, v).bytes();
+      working += module.value_bytes(f, v);
     }
-    for (uint16_t r = 0; r < op.result_count; ++r) working += module.value_type(f, op.first_result + r).bytes();
+    for (uint16_t r = 0; r < op.result_count; ++r) working += module.value_bytes(f, op.first_result + r);
     if (op.devices >= working_of_set.size()) working_of_set.resize(op.devices + 1, 0);
     working_of_set[op.devices] = std::max(working_of_set[op.devices], working);
   }

@@ -60,6 +60,16 @@ void print_report_text(std::ostream& out, const SimReport& r) {
   }
   out << fmt::format("  compute        {:.4g} TFLOP/s per GPU, MFU {:.1f}% of {:.4g} TFLOP/s {}\n", r.tflops_per_gpu,
                      r.mfu * 100, r.peak_flops_per_gpu / 1e12, dtype_name(r.compute_dtype));
+  if (const std::optional<ir::Fill>& slots = r.expert_slots) {
+    if (slots->fullest == slots->mean) {
+      out << fmt::format("  experts        slots {:.1f}% filled on every rank\n", slots->mean * 100);
+    } else {
+      out << fmt::format(
+          "  experts        slots {:.1f}% filled on the fullest rank, {:.1f}% on average: {:.2f}x the mean load, "
+          "every rank priced as the fullest\n",
+          slots->fullest * 100, slots->mean * 100, slots->fullest / slots->mean);
+    }
+  }
   if (!r.peak_memory_bytes.empty()) {
     out << fmt::format(
         "  memory         peak {} on rank {}, capacity {}: {}\n",
@@ -131,6 +141,7 @@ void print_report_json(std::ostream& out, const SimReport& r) {
   j["num_classes"] = r.num_classes;
   j["num_flows"] = r.num_flows;
   j["num_mirrored_flows"] = r.num_mirrored_flows;
+  if (r.expert_slots) j["expert_slots"] = {{"fullest", r.expert_slots->fullest}, {"mean", r.expert_slots->mean}};
   out << j.dump(2) << "\n";
 }
 

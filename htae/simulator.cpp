@@ -339,7 +339,10 @@ void Executor::prepare() {
       const Priced& price = priced->second;
       duration_[i] = price.seconds;
       if (info.category == ir::OpCategory::Compute && op.phase != ir::Phase::Recompute) {
-        double total = price.flops * static_cast<double>(m_.members(op.devices).size()) / replication(m_, f_, op);
+        // Priced on the fullest device; the devices' mean fill is the work done.
+        const ir::Fill fill = ir::op_fill(f_, op);
+        double total = price.flops * (fill.mean / fill.fullest) * static_cast<double>(m_.members(op.devices).size()) /
+                       replication(m_, f_, op);
         model_flops_ += total;
         if (price.matmul) flops_by_dtype_[static_cast<size_t>(price.dtype)] += total;
       }
@@ -692,12 +695,12 @@ void Executor::classify_values() {
 void Executor::alloc_results(uint32_t c, const ir::Op& op) {
   for (uint16_t r = 0; r < op.result_count; ++r) {
     ValueId v = op.first_result + r;
-    if (slot(v, c) != kNone && !in_place_[v]) memory_.alloc(c, m_.value_type(f_, v).bytes(), now_, kind_[v]);
+    if (slot(v, c) != kNone && !in_place_[v]) memory_.alloc(c, m_.value_bytes(f_, v), now_, kind_[v]);
   }
 }
 
 void Executor::release(ValueId v, uint32_t c) {
-  if (!keep_[v] && !in_place_[v]) memory_.free(c, m_.value_type(f_, v).bytes(), now_, kind_[v]);
+  if (!keep_[v] && !in_place_[v]) memory_.free(c, m_.value_bytes(f_, v), now_, kind_[v]);
 }
 
 void Executor::finish_op(uint32_t c, uint8_t q, OpId id, double start) {
@@ -822,6 +825,11 @@ SimReport Executor::report() {
     if (options_.sequence_length) r.tokens_per_s = *r.samples_per_s * static_cast<double>(*options_.sequence_length);
   }
   r.num_devices = m_.mesh().size();
+  for (const ir::Value& v : f_.values) {
+    if (v.fill == ir::Fill{}) continue;
+    auto unevenness = [](const ir::Fill& fill) { return fill.fullest / fill.mean; };
+    if (!r.expert_slots || unevenness(v.fill) > unevenness(*r.expert_slots)) r.expert_slots = v.fill;
+  }
   r.model_flops = model_flops_;
   auto dominant = std::max_element(flops_by_dtype_.begin(), flops_by_dtype_.end());
   r.compute_dtype = *dominant > 0 ? static_cast<ComputeDtype>(dominant - flops_by_dtype_.begin()) : ComputeDtype::Fp32;

@@ -118,6 +118,11 @@ struct SimReport {
   int64_t num_flows = 0;           // point-to-point transfers in the flow engine
   int64_t num_mirrored_flows = 0;  // transfers of groups a simulated group mirrors, not simulated
 
+  // Mixture of experts: the experts' slots whose load is the most uneven,
+  // filled on the fullest rank (which every rank is priced as) and on
+  // average; none without partly filled values.
+  std::optional<ir::Fill> expert_slots;
+
   std::optional<SimTrace> trace;
 };
 

@@ -219,7 +219,7 @@ size_t Module::memory_bytes() const {
 void Function::append_signature(const Op& op, std::string& key) const {
   auto put = [&](const auto& x) { key.append(reinterpret_cast<const char*>(&x), sizeof(x)); };
   put(op.kind);
-  for (ValueId v : operands(op)) put(values[v].type);
+  for (ValueId v : operands(op)) put(values[v].type), put(values[v].fill);
   for (const Attr& a : attrs(op)) {
     put(a.slot);
     put(a.type);

@@ -40,6 +40,17 @@ struct Attr {
   };
 };
 
+// The share of a value's elements that is data (mixture-of-experts slots
+// an expert's tokens fill): on the fullest device holding it, what it costs
+// in memory and what the ops that read or write it cost there; and averaged
+// over those devices, the work that counts as done. Executors still hold
+// the whole type.
+struct Fill {
+  float fullest = 1.0f;
+  float mean = 1.0f;
+  bool operator==(const Fill&) const = default;
+};
+
 struct Value {
   TypeId type = 0;
   DeviceSetId devices = 0;
@@ -49,6 +60,7 @@ struct Value {
   // A value whose layout has an S(flat) axis: the logical tensor's type (its
   // local type, a flat chunk, no longer says); kNone otherwise.
   TypeId logical = kNone;
+  Fill fill{};
 };
 
 // .dstrat source location an op was lowered from.
@@ -235,6 +247,13 @@ class Module {
 
   // Type of a value, shortcut.
   const TensorType& value_type(const Function& f, ValueId v) const { return types_[f.values[v].type]; }
+  // The bytes a value takes: its type's, times its fill.
+  int64_t value_bytes(const Function& f, ValueId v) const {
+    const Value& value = f.values[v];
+    const int64_t bytes = types_[value.type].bytes();
+    const float fill = value.fill.fullest;
+    return fill == 1.0f ? bytes : static_cast<int64_t>(static_cast<double>(bytes) * fill);
+  }
   // Name as printed, without the '%' ("<id>" when unnamed).
   std::string value_name(const Function& f, ValueId v) const;
 

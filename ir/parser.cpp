@@ -770,6 +770,32 @@ class Parser {
     return true;
   }
 
+  // `fill 0.5 mean 0.25`: the share of a value's elements that is data on
+  // the fullest device, and averaged (default: the same), each in (0, 1].
+  bool parse_fill(Fill& fill) {
+    auto share = [&](float& into) {
+      advance();  // fill, mean
+      double v = 0;
+      if ((tok_.kind != Tok::Int && tok_.kind != Tok::Float) ||
+          !std::from_chars(tok_.text.data(), tok_.text.data() + tok_.text.size(), v).ptr || !(v > 0 && v <= 1))
+        return expected("a share in (0, 1]");
+      into = static_cast<float>(v);
+      advance();
+      return true;
+    };
+    if (is_word("fill")) {
+      if (!share(fill.fullest)) return false;
+      fill.mean = fill.fullest;
+    }
+    if (!is_word("mean")) return true;
+    Token mean = tok_;
+    if (!share(fill.mean)) return false;
+    if (fill.mean > fill.fullest)
+      return error(diag::kIrSyntax, range(mean),
+                   fmt::format("the mean fill {} is above the fullest device's, {}", fill.mean, fill.fullest));
+    return true;
+  }
+
   bool parse_meta(OpMeta& meta) {
     advance();  // <
     while (tok_.kind != Tok::RAngle) {
@@ -955,6 +981,7 @@ class Parser {
     types_.clear();
     layouts_.clear();
     logicals_.clear();
+    fills_.clear();
     if (!results.empty()) {
       if (!expect(Tok::Colon, "':' and the result types")) return false;
       while (true) {
@@ -967,9 +994,12 @@ class Parser {
           advance();
           if (!parse_type(logical)) return false;
         }
+        Fill fill;
+        if (!parse_fill(fill)) return false;
         types_.push_back(t);
         layouts_.push_back(layout);
         logicals_.push_back(logical);
+        fills_.push_back(fill);
         if (tok_.kind != Tok::Comma) break;
         advance();
       }
@@ -1024,6 +1054,7 @@ class Parser {
                                    to_string(module_.type(logicals_[i])), to_string(module_.type(derived))));
         function_->values[v].logical = logicals_[i];
       }
+      if (i < fills_.size()) function_->values[v].fill = fills_[i];
       if (!define(results[i].text, results[i], v)) return false;
     }
     return true;
@@ -1064,6 +1095,7 @@ class Parser {
   std::vector<TypeId> types_;
   std::vector<LayoutId> layouts_;
   std::vector<TypeId> logicals_;  // a result's logical type (S(flat)), or kNone
+  std::vector<Fill> fills_;       // a result's fill (1: all of it)
   std::vector<StrId> names_scratch_;
 };
 

@@ -64,9 +64,18 @@ void append_layout(std::string& out, const Module& m, LayoutId id) {
 
 // An S(flat) value's logical type: " of f32[5, 4]".
 void append_logical(std::string& out, const Module& m, const Value& v) {
-  if (v.logical == kNone) return;
-  out += " of ";
-  append_type(out, m.type(v.logical));
+  if (v.logical != kNone) {
+    out += " of ";
+    append_type(out, m.type(v.logical));
+  }
+  if (v.fill.fullest != 1.0f) {
+    out += " fill ";
+    out += print_float(v.fill.fullest);
+  }
+  if (v.fill.mean != v.fill.fullest) {
+    out += " mean ";
+    out += print_float(v.fill.mean);
+  }
 }
 
 void append_devices(std::string& out, const Module& m, DeviceSetId id) {

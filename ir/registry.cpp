@@ -1,5 +1,6 @@
 #include "ir/registry.h"
 
+#include <algorithm>
 #include <array>
 #include <stdexcept>
 
@@ -117,7 +118,20 @@ OpCost op_cost(const Module& module, const Function& f, const Op& op) {
   for (size_t i = 0; i < n; ++i) results[i] = module.value_type(f, op.first_result + static_cast<ValueId>(i));
   AttrReader reader(module, f, op);
   OpContext ctx{operand_span, reader, group_size(module, op)};
-  return info.cost(ctx, {results, n});
+  OpCost cost = info.cost(ctx, {results, n});
+  const double fill = op_fill(f, op).fullest;
+  return {cost.flops * fill, cost.bytes * fill};
+}
+
+Fill op_fill(const Function& f, const Op& op) {
+  Fill fill;
+  auto least = [&](ValueId v) {
+    fill.fullest = std::min(fill.fullest, f.values[v].fill.fullest);
+    fill.mean = std::min(fill.mean, f.values[v].fill.mean);
+  };
+  for (ValueId v : f.operands(op)) least(v);
+  for (uint16_t r = 0; r < op.result_count; ++r) least(op.first_result + r);
+  return fill;
 }
 
 }  // namespace dstc::ir

@@ -97,7 +97,12 @@ const OpInfo& op_info(OpKind kind);
 std::optional<OpKind> find_op_kind(std::string_view name);
 std::string_view op_name(OpKind kind);
 
-// Per-device cost of an op in a function (group sizes from the module).
+// Per-device cost of an op in a function (group sizes from the module), on
+// the device its fill is fullest on.
 OpCost op_cost(const Module& module, const Function& f, const Op& op);
+// The share of an op's work that is real: the least fill of the values it
+// reads and writes (an expert's GEMM runs on the slots its tokens fill,
+// whatever else it reads).
+Fill op_fill(const Function& f, const Op& op);
 
 }  // namespace dstc::ir

@@ -33,6 +33,7 @@ class LogicalGraphBuilder {
     if (!ok_) return std::nullopt;
     graph_.loss = strategy_.run.training ? tensor(model_.output) : -1;
     graph_.infer_batch_axes();
+    graph_.infer_slots_axes();
     // The strategy's global batch sizes every batch dim (the model's own
     // batch parameter is only its default).
     int64_t batch = strategy_.run.batch * strategy_.run.accumulate;
@@ -291,6 +292,10 @@ class LogicalGraphBuilder {
         out.top_k = int_attr("k", 1);
         break;
       case OpKind::Dispatch:
+        out.routes = int_attr("k", 1);
+        out.skew = float_attr("skew", 0);
+        if (const frontend::Value* padded = attr(op, "padded")) out.padded = padded->b;
+        [[fallthrough]];
       case OpKind::Combine: {
         // Tokens take slots in order along the routed dim, per micro-batch
         // if it were the batch dim: micro-batching would change the routing.

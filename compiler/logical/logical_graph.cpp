@@ -84,6 +84,34 @@ std::vector<int32_t> LogicalGraph::consumers(int32_t tensor) const {
   return result;
 }
 
+void LogicalGraph::infer_slots_axes() {
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const LogicalOp& op = ops[i];
+    Tensor& out = tensors[op.output];
+    out.slots_axis = out.experts_axis = out.router = -1;
+    if (op.type == ops::OpKind::Dispatch) {
+      out.slots_axis = static_cast<int32_t>(op.output_dims.size()) - 2;
+      out.experts_axis = out.slots_axis - 1;
+      out.router = static_cast<int32_t>(i);
+      continue;
+    }
+    if (op.type == ops::OpKind::Combine) continue;
+    auto output_axis = [&](const std::string& name) {
+      auto it = std::find(op.output_dims.begin(), op.output_dims.end(), name);
+      return it == op.output_dims.end() ? -1 : static_cast<int32_t>(it - op.output_dims.begin());
+    };
+    for (const Operand& in : op.inputs) {
+      const Tensor& t = tensors[in.tensor];
+      if (t.slots_axis < 0) continue;
+      int32_t slots = output_axis(in.dims[t.slots_axis]);
+      if (slots < 0) continue;
+      out.slots_axis = slots;
+      out.experts_axis = t.experts_axis >= 0 ? output_axis(in.dims[t.experts_axis]) : -1;
+      out.router = t.router;
+    }
+  }
+}
+
 void LogicalGraph::infer_batch_axes() {
   for (const LogicalOp& op : ops) {
     std::string batch_name;

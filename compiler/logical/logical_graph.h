@@ -32,6 +32,11 @@ struct Tensor {
   int32_t node = -1;        // tree node that owns it (parameters: their layer)
   int32_t batch_axis = -1;  // axis holding the batch, split into micro-batches
   SourceRange where;
+  // Experts' slots from dispatch op `router`: the slots axis, and the
+  // experts axis (-1 where the tensor has none).
+  int32_t slots_axis = -1;
+  int32_t experts_axis = -1;
+  int32_t router = -1;
 
   int64_t numel() const;
 };
@@ -61,6 +66,9 @@ struct LogicalOp {
   int64_t stride = 1;         // Conv2d, MaxPool2d, AvgPool2d
   int64_t padding = 0;        // Conv2d, MaxPool2d, AvgPool2d
   bool causal = false;        // Attention
+  int64_t routes = 1;         // Dispatch: experts per token
+  double skew = 0;            // Dispatch: Zipf exponent of the experts' shares
+  bool padded = false;        // Dispatch: every slot computed
   SourceRange where;
 };
 
@@ -101,6 +109,9 @@ struct LogicalGraph {
   // The batch axis of every tensor, from the inputs' through the ops' dim
   // names (an output axis named like a batch axis of an input is a batch axis).
   void infer_batch_axes();
+  // The experts' slots axis of every tensor: a dispatch's output's, then by
+  // dim name as batch axes; a combine's output has none.
+  void infer_slots_axes();
 };
 
 }  // namespace dstc::compiler

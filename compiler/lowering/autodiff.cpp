@@ -83,6 +83,7 @@ Emit Lowering::BackwardStep::emit_at(size_t i) const {
   Emit e = at;
   e.phase =
       l.graph.tensors[lop.inputs[i].tensor].kind == TensorKind::Param ? ir::Phase::WeightGrad : ir::Phase::InputGrad;
+  e.fill = l.slots_fill(lop.inputs[i].tensor, l.input_layout(op, i));
   return e;
 }
 

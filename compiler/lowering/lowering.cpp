@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "compiler/lowering/lowering_state.h"
+#include "compiler/ops/routing_load.h"
 #include "compiler/sbp/signature.h"
 #include "compiler/schedule/schedule_check.h"
 
@@ -245,7 +246,38 @@ ir::OpId Lowering::append_op(const Emit& at, ir::OpKind kind, std::span<const ir
   op.attrs = attrs;
   op.meta = {at.stream, at.phase, static_cast<int16_t>(at.stage), at.micro_batch, loc_of(at.where, at.node)};
   op.result_layouts = layout_ids_;
-  return builder().append(op);
+  ir::OpId id = builder().append(op);
+  ir::Fill fill;
+  if (at.fill) {
+    fill = *at.fill;
+  } else if (!operands.empty()) {
+    fill = {0, 0};
+    for (ir::ValueId v : operands) {
+      fill.fullest = std::max(fill.fullest, function_->values[v].fill.fullest);
+      fill.mean = std::max(fill.mean, function_->values[v].fill.mean);
+    }
+  }
+  const ir::Op& appended = function_->ops[id];
+  for (uint16_t r = 0; r < appended.result_count; ++r) function_->values[appended.first_result + r].fill = fill;
+  return id;
+}
+
+ir::Fill Lowering::slots_fill(int32_t tensor, const ir::Layout& layout) const {
+  const Tensor& t = graph.tensors[tensor];
+  if (t.slots_axis < 0) return {};
+  const LogicalOp& dispatch = graph.ops[t.router];
+  if (dispatch.padded) return {};
+  const Tensor& gates = graph.tensors[dispatch.inputs[1].tensor];
+  ops::RoutingLoad load;
+  load.experts = gates.dims.back().size;
+  load.capacity = t.dims[t.slots_axis].size;
+  load.routes = gates.dims[gates.dims.size() - 2].size * dispatch.routes;
+  load.skew = dispatch.skew;
+  int64_t parts = 1;
+  for (size_t a = 0; a < layout.size(); ++a)
+    if (t.experts_axis >= 0 && layout[a].kind == ir::Sbp::Split && layout[a].dim == t.experts_axis)
+      parts *= spec.mesh.axes()[a].size;
+  return {static_cast<float>(ops::fullest_slot_fill(load, parts)), static_cast<float>(ops::fullest_slot_fill(load, 1))};
 }
 
 std::vector<ir::ValueId> Lowering::append_multi(const Emit& at, ir::OpKind kind, std::span<const ir::ValueId> operands,
@@ -377,7 +409,11 @@ std::vector<ir::ValueId> Lowering::emit_boxing_step(const Emit& at, const AxisTr
   op.result_layouts = layouts;
   const ir::Op& appended = function_->ops[builder().append(op)];
   std::vector<ir::ValueId> results;
-  for (int i = 0; i < appended.result_count; ++i) results.push_back(function_->result(appended, i));
+  for (int i = 0; i < appended.result_count; ++i) {
+    results.push_back(function_->result(appended, i));
+    // A layout change keeps what its value holds.
+    function_->values[results.back()].fill = function_->values[values[static_cast<size_t>(i)]].fill;
+  }
   current = next;
   return results;
 }
@@ -455,7 +491,9 @@ void Lowering::emit_forward_block(int32_t stage, int32_t mb, bool recompute, int
       inputs.push_back(op_input(at, op, i, recompute));
       saved_inputs_.at(static_cast<int32_t>(input_base_[op] + i), mb) = inputs.back();
     }
-    ir::ValueId out = emit_forward_op(at, op, inputs);
+    Emit op_at = at;
+    op_at.fill = slots_fill(lop.output, output_layout(op));
+    ir::ValueId out = emit_forward_op(op_at, op, inputs);
     (recompute ? recomputed_ : forward_).at(lop.output, mb) = out;
     saved_outputs_.at(op, mb) = out;
     if (recompute) continue;

@@ -25,6 +25,9 @@ struct Emit {
   ir::Stream stream = ir::Stream::Compute;
   SourceRange where;
   int32_t node = -1;  // the tree node (layer) the op belongs to, for its location's scope
+  // The fill of the op's results (experts' slots, ir::Value::fill); unset:
+  // the largest of its operands'.
+  std::optional<ir::Fill> fill = std::nullopt;
 };
 
 // A gradient of one op input, in the dual of the layout the op read it in.
@@ -56,6 +59,9 @@ class Lowering {
   // The block an S(flat) value's chunks come from, once `layout`'s splits apply.
   std::vector<int64_t> block_dims(ir::ValueId flat, const ir::Layout& layout) const;
   ir::DType compute_dtype(int32_t tensor) const;
+  // The expected fill of a tensor laid out `layout`: below 1 for experts'
+  // slots that their tokens do not fill (on the fullest rank), else 1.
+  ir::Fill slots_fill(int32_t tensor, const ir::Layout& layout) const;
 
   ir::ValueId append(const Emit& at, ir::OpKind kind, std::initializer_list<ir::ValueId> operands,
                      std::initializer_list<ir::AttrValue> attrs, const ir::Layout& layout);

@@ -1,10 +1,13 @@
 // Routing: a router's top-k selection, and the dispatch of tokens to
 // experts' capacity slots and their combination back (mixture of experts).
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "compiler/ops/dims_checks.h"
+#include "compiler/ops/routing_load.h"
 
 namespace dstc::ops {
 namespace {
@@ -37,6 +40,10 @@ DimsResult dispatch_dims(const DimsQuery& q, OpError& error) {
                 1);
   const Dim& e = gates.back();
   const Dim& h = x.back();
+  if (int64_t k = given_attr(q.attrs, "k")->i; k < 1 || k > e.size)
+    return fail(error, fmt::format("k = {} experts per token must be between 1 and {}'s size {}", k, e.name, e.size));
+  if (const AttrValue* skew = given_attr(q.attrs, "skew"); skew && !(skew->f >= 0))
+    return fail(error, fmt::format("the routing skew is a Zipf exponent, at least 0, not {}", skew->f));
   if (e.name == h.name)
     return fail(error, fmt::format("the experts' dim and the tokens' last dim are both {}", e.name), 1);
   const auto& declared = *q.declared;
@@ -69,6 +76,26 @@ DimsResult combine_dims(const DimsQuery& q, OpError& error) {
   std::vector<Dim> out(gates.begin(), gates.end() - 1);
   out.push_back(y.back());
   return check_declared(out, q.declared, error);
+}
+
+double fullest_slot_fill(const RoutingLoad& load, int64_t parts) {
+  const int64_t experts = std::max<int64_t>(load.experts, 1);
+  parts = std::clamp<int64_t>(parts, 1, experts);
+  std::vector<double> share(static_cast<size_t>(experts));
+  double total = 0;
+  for (int64_t z = 0; z < experts; ++z) total += share[static_cast<size_t>(z)] = std::pow(z + 1.0, -load.skew);
+  const int64_t per_part = experts / parts;
+  const auto capacity = static_cast<double>(load.capacity);
+  double fullest = 0;
+  for (int64_t part = 0; part < parts; ++part) {
+    double filled = 0;
+    for (int64_t i = 0; i < per_part; ++i) {
+      double tokens = static_cast<double>(load.routes) * share[static_cast<size_t>(i * parts + part)] / total;
+      filled += std::min(capacity, tokens);
+    }
+    fullest = std::max(fullest, filled / (static_cast<double>(per_part) * capacity));
+  }
+  return std::clamp(fullest, 1e-6, 1.0);
 }
 
 }  // namespace dstc::ops
