@@ -40,12 +40,21 @@ CollectivePhase direct_phase(std::span<const int64_t> group, size_t root, double
   return phase;
 }
 
-// An op on partly filled values (experts' slots) runs on the filled rows:
-// its shape's first extent scaled, so that a measured shape is not taken
-// for it.
-OpCostQuery filled_rows(OpCostQuery q, double fill) {
-  if (fill < 1 && !q.shape.empty())
-    q.shape[0] = std::max<int64_t>(1, static_cast<int64_t>(std::llround(static_cast<double>(q.shape[0]) * fill)));
+// An op on partly filled values (experts' slots) runs on the filled rows,
+// so that a measured shape of the whole is not taken for it: a GEMM's m
+// scaled, another op's shape as [rows x fill, last extent].
+OpCostQuery filled_rows(OpCostQuery q, double fill, bool matmul) {
+  if (fill >= 1 || q.shape.empty()) return q;
+  auto scaled = [&](int64_t rows) {
+    return std::max<int64_t>(1, static_cast<int64_t>(std::llround(static_cast<double>(rows) * fill)));
+  };
+  if (matmul) {
+    q.shape[0] = scaled(q.shape[0]);
+    return q;
+  }
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < q.shape.size(); ++i) rows *= q.shape[i];
+  q.shape = {scaled(rows), q.shape.back()};
   return q;
 }
 
@@ -78,7 +87,7 @@ OpCostQuery compute_query(const ir::Module& module, const ir::Function& f, const
   const ir::TensorType& out = module.value_type(f, op.first_result);
   if (classify_op(q.kind) != OpClass::Matmul) {
     q.shape.assign(out.shape().begin(), out.shape().end());
-    return filled_rows(q, ir::op_fill(f, op).fullest);
+    return filled_rows(q, ir::op_fill(f, op).fullest, false);
   }
   std::vector<ir::TensorType> operands;
   for (ir::ValueId v : f.operands(op)) operands.push_back(module.value_type(f, v));
@@ -108,7 +117,7 @@ OpCostQuery compute_query(const ir::Module& module, const ir::Function& f, const
       q.shape = {out.numel() / std::max<int64_t>(n, 1), n, std::max<int64_t>(k, 1)};
     }
   }
-  return filled_rows(q, ir::op_fill(f, op).fullest);
+  return filled_rows(q, ir::op_fill(f, op).fullest, true);
 }
 
 CommSpec comm_spec(const ir::Module& module, const ir::Function& f, const ir::Op& op) {
@@ -125,6 +134,8 @@ CommSpec comm_spec(const ir::Module& module, const ir::Function& f, const ir::Op
   // receive, the others what they hold.
   bool received = op.kind == ir::OpKind::Recv || op.kind == ir::OpKind::AllGather || op.kind == ir::OpKind::Scatter;
   s.bytes = received ? out : in;
+  // Experts' slots filled unevenly: the fullest member receives more than it sends.
+  if (op.kind == ir::OpKind::AllToAll) s.bytes = std::max(in, out);
   if (op.kind == ir::OpKind::Broadcast || op.kind == ir::OpKind::Reduce || op.kind == ir::OpKind::Scatter ||
       op.kind == ir::OpKind::Gather)
     s.root = root();

@@ -248,8 +248,11 @@ class Executor {
 void Executor::signature_of(const ir::Op& op, std::string& out) const {
   out.clear();
   f_.append_signature(op, out);
-  for (uint16_t r = 0; r < op.result_count; ++r)
-    out.append(reinterpret_cast<const char*>(&f_.values[op.first_result + r].type), sizeof(ir::TypeId));
+  for (uint16_t r = 0; r < op.result_count; ++r) {
+    const ir::Value& v = f_.values[op.first_result + r];
+    out.append(reinterpret_cast<const char*>(&v.type), sizeof(ir::TypeId));
+    out.append(reinterpret_cast<const char*>(&v.fill), sizeof(ir::Fill));
+  }
 }
 
 void Executor::prepare() {

@@ -120,7 +120,16 @@ OpCost op_cost(const Module& module, const Function& f, const Op& op) {
   OpContext ctx{operand_span, reader, group_size(module, op)};
   OpCost cost = info.cost(ctx, {results, n});
   const double fill = op_fill(f, op).fullest;
-  return {cost.flops * fill, cost.bytes * fill};
+  if (fill == 1) return cost;
+  // The work scales with the filled share; the bytes lose only what partly
+  // filled values leave out (a grouped GEMM still reads whole weights).
+  double unfilled = 0;
+  auto leave_out = [&](ValueId v) {
+    unfilled += static_cast<double>(module.value_type(f, v).bytes()) * (1.0 - f.values[v].fill.fullest);
+  };
+  for (ValueId v : ids) leave_out(v);
+  for (uint16_t r = 0; r < op.result_count; ++r) leave_out(op.first_result + r);
+  return {cost.flops * fill, std::max(0.0, cost.bytes - unfilled)};
 }
 
 Fill op_fill(const Function& f, const Op& op) {

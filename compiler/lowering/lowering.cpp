@@ -474,8 +474,14 @@ ir::ValueId Lowering::op_input(const Emit& at, int32_t op, size_t i, bool recomp
   int32_t t = graph.ops[op].inputs[i].tensor;
   Emit boxing = at;
   boxing.stream = ir::Stream::Feature;
-  if (graph.tensors[t].kind != TensorKind::Param)
-    return box(boxing, input_value(t, at.micro_batch, at.stage, recompute), sbp.layouts[t], input_layout(op, i));
+  if (graph.tensors[t].kind != TensorKind::Param) {
+    ir::ValueId stored = input_value(t, at.micro_batch, at.stage, recompute);
+    ir::ValueId read = box(boxing, stored, sbp.layouts[t], input_layout(op, i));
+    // Experts' slots moved to another split of the experts fill as that one
+    // does (the fullest rank's experts against every rank's).
+    if (read != stored) function_->values[read].fill = slots_fill(t, input_layout(op, i));
+    return read;
+  }
   return box(boxing, param_value(t, at), param_layout(t), input_layout(op, i), false);
 }
 

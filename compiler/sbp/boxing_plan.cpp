@@ -79,26 +79,31 @@ struct Nesting {
   }
 };
 
-// A step adding a split to `dim` on `axis`, if it is one.
-bool adds_to(const AxisTransfer& t, int dim, int axis) { return t.to_dim == dim && t.axis < axis; }
+// Whether `t` adds a split of `dim`, or removes one, on an axis before `axis`.
+bool adds_before(const AxisTransfer& t, int dim, int axis) { return t.to_dim == dim && t.axis < axis; }
+bool removes_before(const AxisTransfer& t, int dim, int axis) { return t.from_dim == dim && t.axis < axis; }
 
 // The steps in the order given where their nesting allows. A step waits
-// while a split of its dim inside its axis remains, or while a split of the
-// dim on an earlier axis is still to come. Where every step waits, the
-// innermost split in the way is gathered and sharded again after the
-// change; an all-to-all waiting on a split still to come becomes its gather
-// and shard.
+// while a split of its dim inside its axis remains; a step adding a split
+// also waits while the dim's split on an earlier axis is still to come or
+// to go. Where every step waits, the innermost split in the way goes first:
+// its own pending step if it has one (an all-to-all as its gather, its
+// shard last), else a gather, and it is sharded again after the change. An
+// all-to-all waiting on a split still to come becomes its gather and shard.
 std::vector<AxisTransfer> nested_order(std::vector<AxisTransfer> pending, const ir::Layout& from) {
   Nesting nesting;
   for (int a = 0; a < static_cast<int>(from.size()); ++a)
     if (from[a].kind == ir::Sbp::Split) nesting.splitters[from[a].dim] |= 1u << a;
   auto ready = [&](const AxisTransfer& t) {
     if (!nesting.valid(t)) return false;
-    return t.to_dim < 0 || std::none_of(pending.begin(), pending.end(),
-                                        [&](const AxisTransfer& o) { return adds_to(o, t.to_dim, t.axis); });
+    return t.to_dim < 0 || std::none_of(pending.begin(), pending.end(), [&](const AxisTransfer& o) {
+             return adds_before(o, t.to_dim, t.axis) || removes_before(o, t.to_dim, t.axis);
+           });
   };
   std::vector<AxisTransfer> ordered;
-  while (!pending.empty()) {
+  // Each round places a step or splits one in two: a bound far above any
+  // plan's length, so a defect shows as a wrong plan, never a hang.
+  for (int round = 0; !pending.empty() && round < 256; ++round) {
     if (auto next = std::find_if(pending.begin(), pending.end(), ready); next != pending.end()) {
       nesting.apply(*next);
       ordered.push_back(*next);
@@ -112,8 +117,20 @@ std::vector<AxisTransfer> nested_order(std::vector<AxisTransfer> pending, const 
     if (in_the_way != pending.end()) {
       int dim = nesting.blocked_dim(*in_the_way);
       int inner = nesting.blocking(in_the_way->axis, dim);
-      pending.insert(pending.begin(), {ir::OpKind::AllGather, inner, dim, -1});
-      pending.push_back({ir::OpKind::Shard, inner, -1, dim});
+      auto own = std::find_if(pending.begin(), pending.end(),
+                              [&](const AxisTransfer& t) { return t.axis == inner && t.from_dim == dim; });
+      if (own == pending.end()) {
+        pending.insert(pending.begin(), {ir::OpKind::AllGather, inner, dim, -1});
+        pending.push_back({ir::OpKind::Shard, inner, -1, dim});
+        continue;
+      }
+      AxisTransfer step = *own;
+      pending.erase(own);
+      if (step.op == ir::OpKind::AllToAll) {
+        pending.push_back({ir::OpKind::Shard, inner, -1, step.to_dim});
+        step = {ir::OpKind::AllGather, inner, dim, -1};
+      }
+      pending.insert(pending.begin(), step);
       continue;
     }
     auto swap = std::find_if(pending.begin(), pending.end(),

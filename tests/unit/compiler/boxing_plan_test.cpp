@@ -80,6 +80,76 @@ TEST(BoxingPlan, InnerSplitsOfADimGoBeforeAnOuterOneChanges) {
   EXPECT_EQ(steps(plan_boxing({S(0), S(1)}, {S(1), S(1)})), "all_gather@1 all_to_all@0 shard@1 ");
 }
 
+// Carries out `plan` on `from`, checking each step's nesting (the earlier
+// axis chunks outermost: a split is removed only when it is the innermost
+// of its dim, added only as the new innermost). The layout reached, or an
+// error.
+std::string run_plan(ir::Layout layout, const std::vector<AxisTransfer>& plan) {
+  auto splits_inside = [&](int dim, int axis) {
+    for (size_t a = static_cast<size_t>(axis) + 1; a < layout.size(); ++a)
+      if (layout[a].kind == ir::Sbp::Split && layout[a].dim == dim) return true;
+    return false;
+  };
+  for (const AxisTransfer& t : plan) {
+    ir::Sbp& at = layout[static_cast<size_t>(t.axis)];
+    if (t.from_dim >= 0) {
+      if (at != S(static_cast<uint8_t>(t.from_dim))) return "removes a split the axis does not have";
+      if (splits_inside(t.from_dim, t.axis)) return "removes an outer split under an inner one";
+    }
+    if (t.to_dim >= 0 && splits_inside(t.to_dim, t.axis)) return "adds an outer split under an inner one";
+    switch (t.op) {
+      case ir::OpKind::AllGather: at = B; break;
+      case ir::OpKind::Unshard: at = P; break;
+      case ir::OpKind::AllReduce:
+        if (at.kind != ir::Sbp::PartialSum) return "all-reduces a value that is not partial";
+        at = B;
+        break;
+      case ir::OpKind::Partialize:
+        if (at.kind != ir::Sbp::Broadcast) return "partializes a value that is not replicated";
+        at = P;
+        break;
+      case ir::OpKind::ReduceScatter:
+        if (at.kind != ir::Sbp::PartialSum) return "reduce-scatters a value that is not partial";
+        at = S(static_cast<uint8_t>(t.to_dim));
+        break;
+      case ir::OpKind::Shard:
+        if (at.kind != ir::Sbp::Broadcast) return "shards a value that is not replicated";
+        at = S(static_cast<uint8_t>(t.to_dim));
+        break;
+      case ir::OpKind::AllToAll: at = S(static_cast<uint8_t>(t.to_dim)); break;
+      default: return "an unexpected step";
+    }
+  }
+  std::string out;
+  for (const ir::Sbp& x : layout)
+    out += x.kind == ir::Sbp::Split ? fmt::format("S({}) ", x.dim) : x.kind == ir::Sbp::Broadcast ? "B " : "P ";
+  return out;
+}
+
+// Every pair of layouts of a 3-D tensor over 2 and 3 mesh axes: each plan
+// keeps every chunk contiguous at every step and reaches its target.
+TEST(BoxingPlan, EveryPlanKeepsChunksContiguousAndReachesItsTarget) {
+  const std::vector<ir::Sbp> kinds{B, P, S(0), S(1), S(2)};
+  for (size_t axes : {2, 3}) {
+    std::vector<ir::Layout> layouts{{}};
+    for (size_t a = 0; a < axes; ++a) {
+      std::vector<ir::Layout> longer;
+      for (const ir::Layout& l : layouts)
+        for (const ir::Sbp& k : kinds) {
+          longer.push_back(l);
+          longer.back().push_back(k);
+        }
+      layouts = std::move(longer);
+    }
+    for (const ir::Layout& from : layouts)
+      for (const ir::Layout& to : layouts) {
+        std::string reached = run_plan(from, plan_boxing(from, to));
+        ASSERT_EQ(reached, run_plan(to, {}))
+            << "from " << run_plan(from, {}) << "to " << run_plan(to, {}) << ": " << steps(plan_boxing(from, to));
+      }
+  }
+}
+
 // One axis at a time: each layout change is its one collective.
 TEST(BoxingPlan, EachSingleAxisChangeIsItsCollective) {
   EXPECT_EQ(steps(plan_boxing({S(0)}, {B})), "all_gather@0 ");
