@@ -30,6 +30,7 @@ class LogicalGraphBuilder {
     build_nodes();
     build_tensors();
     for (size_t i = 0; i < model_.ops.size(); ++i) translate(model_.ops[i]);
+    check_routes();
     if (!ok_) return std::nullopt;
     graph_.loss = strategy_.run.training ? tensor(model_.output) : -1;
     graph_.infer_batch_axes();
@@ -105,6 +106,27 @@ class LogicalGraphBuilder {
     diags_.error(diag::kUnsupportedOp, op.range,
                  fmt::format("the compiler cannot lower this {} yet: {}", ops::op_name(op.kind), why));
     ok_ = false;
+  }
+
+  // A dispatch's k is what the simulator prices it by: it must be the k of
+  // the top_k its gates come from (through a renormalisation).
+  void check_routes() {
+    for (const LogicalOp& op : graph_.ops) {
+      if (op.type != OpKind::Dispatch) continue;
+      int32_t producer = graph_.tensors[op.inputs[1].tensor].producer;
+      while (producer >= 0 && (graph_.ops[producer].type == OpKind::Div || graph_.ops[producer].type == OpKind::Mul ||
+                               graph_.ops[producer].type == OpKind::Scale))
+        producer = graph_.tensors[graph_.ops[producer].inputs[0].tensor].producer;
+      if (producer < 0 || graph_.ops[producer].type != OpKind::TopK) continue;
+      const LogicalOp& top = graph_.ops[producer];
+      if (top.top_k == op.routes) continue;
+      diags_
+          .error(diag::kRoutesMismatch, op.where,
+                 fmt::format("dispatch is priced for k = {} experts per token, but its gates keep the top {}",
+                             op.routes, top.top_k))
+          .note(top.where, "the gates' top_k is here");
+      ok_ = false;
+    }
   }
 
   void translate(const frontend::Op& op) {
