@@ -262,22 +262,26 @@ ir::OpId Lowering::append_op(const Emit& at, ir::OpKind kind, std::span<const ir
   return id;
 }
 
-ir::Fill Lowering::slots_fill(int32_t tensor, const ir::Layout& layout) const {
+ir::Fill Lowering::slots_fill(int32_t tensor, const ir::Layout& layout) {
   const Tensor& t = graph.tensors[tensor];
   if (t.slots_axis < 0) return {};
   const LogicalOp& dispatch = graph.ops[t.router];
   if (dispatch.padded) return {};
+  int64_t parts = 1;
+  for (size_t a = 0; a < layout.size(); ++a)
+    if (t.experts_axis >= 0 && layout[a].kind == ir::Sbp::Split && layout[a].dim == t.experts_axis)
+      parts *= spec.mesh.axes()[a].size;
+  // Every layer and micro-batch asks again: computed once per tensor and split.
+  auto [cached, fresh] = slot_fills_.try_emplace((static_cast<uint64_t>(tensor) << 32) | static_cast<uint64_t>(parts));
+  if (!fresh) return cached->second;
   const Tensor& gates = graph.tensors[dispatch.inputs[1].tensor];
   ops::RoutingLoad load;
   load.experts = gates.dims.back().size;
   load.capacity = t.dims[t.slots_axis].size;
   load.routes = gates.dims[gates.dims.size() - 2].size * dispatch.routes;
   load.skew = dispatch.skew;
-  int64_t parts = 1;
-  for (size_t a = 0; a < layout.size(); ++a)
-    if (t.experts_axis >= 0 && layout[a].kind == ir::Sbp::Split && layout[a].dim == t.experts_axis)
-      parts *= spec.mesh.axes()[a].size;
-  return {static_cast<float>(ops::fullest_slot_fill(load, parts)), static_cast<float>(ops::fullest_slot_fill(load, 1))};
+  return cached->second = {static_cast<float>(ops::fullest_slot_fill(load, parts)),
+                           static_cast<float>(ops::fullest_slot_fill(load, 1))};
 }
 
 std::vector<ir::ValueId> Lowering::append_multi(const Emit& at, ir::OpKind kind, std::span<const ir::ValueId> operands,

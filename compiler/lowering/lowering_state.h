@@ -61,7 +61,7 @@ class Lowering {
   ir::DType compute_dtype(int32_t tensor) const;
   // The expected fill of a tensor laid out `layout`: below 1 for experts'
   // slots that their tokens do not fill (on the fullest rank), else 1.
-  ir::Fill slots_fill(int32_t tensor, const ir::Layout& layout) const;
+  ir::Fill slots_fill(int32_t tensor, const ir::Layout& layout);
 
   ir::ValueId append(const Emit& at, ir::OpKind kind, std::initializer_list<ir::ValueId> operands,
                      std::initializer_list<ir::AttrValue> attrs, const ir::Layout& layout);
@@ -241,7 +241,8 @@ class Lowering {
   std::vector<bool> requires_grad_;                    // per tensor
   std::vector<size_t> input_base_;                     // per op: index of its first input in input_layouts_
   std::vector<ir::Layout> input_layouts_, output_layouts_;
-  std::unordered_map<uint64_t, ir::LocId> locs_;  // (file, offset, node) -> interned location
+  std::unordered_map<uint64_t, ir::LocId> locs_;       // (file, offset, node) -> interned location
+  std::unordered_map<uint64_t, ir::Fill> slot_fills_;  // (tensor, experts' parts) -> slots_fill
 
   MicroBatchTable forward_, recomputed_;                   // (tensor, mb) on its stage
   MicroBatchTable saved_inputs_;                           // (input_base_[op] + i, mb) as the op read it
