@@ -1,20 +1,31 @@
 #include "htae/ir_op_pricing.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace dstc::htae {
 namespace {
 
-// [m, n, k] of an einsum "bsh,oh->bso": k the contracted dims, n the output
-// dims only the second operand has, m the rest of the output.
-std::vector<int64_t> einsum_gemm(std::string_view spec, std::span<const ir::TensorType> operands) {
+// [m, n, k] of one GEMM of an einsum "bsh,oh->bso": k the contracted dims, n
+// the output dims only the second operand has, m those only the first has.
+// Dims in both operands and the output (the experts of a mixture,
+// "becd,bdf->becf") batch independent GEMMs of [m, n, k] each, which run at
+// their own shape's efficiency, not at that of one GEMM with the batch folded
+// into m: 128 tokens per expert reach 150-330 TFLOP/s on an H100, not the
+// folded shape's 740 (bench/results/expert_gemms_h100_2026-11-26/). Dims that
+// no fully filled tensor has are an expert's slots and count at `fill` (m in
+// the forward and input gradient, k in the weight gradient); `full[i]` says
+// whether operand i is fully filled, `full_out` the result.
+std::vector<int64_t> einsum_gemm(std::string_view spec, std::span<const ir::TensorType> operands,
+                                 std::span<const bool> full, bool full_out, double fill) {
   size_t arrow = spec.find("->");
   size_t comma = spec.find(',');
   if (arrow == std::string_view::npos || comma == std::string_view::npos || comma > arrow || operands.size() < 2)
     return {};
   std::string_view a = spec.substr(0, comma), b = spec.substr(comma + 1, arrow - comma - 1),
                    out = spec.substr(arrow + 2);
+  auto has = [](std::string_view term, char letter) { return term.find(letter) != std::string_view::npos; };
   auto extent = [&](char letter) -> int64_t {
     if (size_t i = a.find(letter); i != std::string_view::npos && i < operands[0].rank)
       return operands[0].dim(static_cast<int>(i));
@@ -22,12 +33,28 @@ std::vector<int64_t> einsum_gemm(std::string_view spec, std::span<const ir::Tens
       return operands[1].dim(static_cast<int>(i));
     return 1;
   };
-  int64_t m = 1, n = 1, k = 1;
-  for (char c : out) (a.find(c) == std::string_view::npos ? n : m) *= extent(c);
-  for (char c : a) {
-    if (b.find(c) != std::string_view::npos && out.find(c) == std::string_view::npos) k *= extent(c);
+  bool any_full = full[0] || full[1] || full_out;
+  auto slots = [&](char letter) {
+    return fill < 1 && any_full && !(full[0] && has(a, letter)) && !(full[1] && has(b, letter)) &&
+           !(full_out && has(out, letter));
+  };
+  // Each of m, n, k as the product of its plain dims and of its slot dims.
+  std::array<int64_t, 3> plain{1, 1, 1}, slotted{1, 1, 1};
+  auto count = [&](size_t dim, char letter) { (slots(letter) ? slotted : plain)[dim] *= extent(letter); };
+  for (char c : out) {
+    if (has(a, c) && has(b, c)) continue;  // a batch dim
+    count(has(a, c) ? 0 : 1, c);
   }
-  return {m, n, k};
+  for (char c : a)
+    if (has(b, c) && !has(out, c)) count(2, c);
+  std::vector<int64_t> mnk(3);
+  for (size_t d = 0; d < 3; ++d) {
+    int64_t filled = std::llround(static_cast<double>(slotted[d]) * (slotted[d] > 1 ? fill : 1.0));
+    mnk[d] = plain[d] * std::max<int64_t>(filled, 1);
+  }
+  // Without a fully filled tensor to tell the slots apart, the rows fill.
+  if (fill < 1 && !any_full) mnk[0] = std::max<int64_t>(std::llround(static_cast<double>(mnk[0]) * fill), 1);
+  return mnk;
 }
 
 CollectivePhase direct_phase(std::span<const int64_t> group, size_t root, double bytes, bool from_root) {
@@ -101,7 +128,14 @@ OpCostQuery compute_query(const ir::Module& module, const ir::Function& f, const
       q.shape = {out.numel() / std::max<int64_t>(n, 1), n, k};
       break;
     }
-    case ir::OpKind::Einsum: q.shape = einsum_gemm(ir::AttrReader(module, f, op).string("spec"), operands); break;
+    case ir::OpKind::Einsum: {
+      std::span<const ir::ValueId> ids = f.operands(op);
+      std::array<bool, 2> full{};
+      for (size_t i = 0; i < std::min<size_t>(ids.size(), 2); ++i) full[i] = f.values[ids[i]].fill.fullest >= 1;
+      q.shape = einsum_gemm(ir::AttrReader(module, f, op).string("spec"), operands, full,
+                            f.values[op.first_result].fill.fullest >= 1, ir::op_fill(f, op).fullest);
+      return q;
+    }
     case ir::OpKind::Conv2d:
     case ir::OpKind::Conv2dInputGrad:
     case ir::OpKind::Conv2dWeightGrad: {

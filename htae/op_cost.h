@@ -17,8 +17,9 @@ struct OpCostQuery {
   double flops = 0;
   double bytes_read = 0;
   double bytes_written = 0;
-  // Matmul-class ops: [m, n, k] with any batch folded into m. Others: the
-  // output's shape (used only to match profile entries).
+  // Matmul-class ops: [m, n, k], a matmul's batch folded into m, an
+  // einsum's batch left out (one of its GEMMs). Others: the output's shape
+  // (used only to match profile entries).
   std::vector<int64_t> shape;
 
   double bytes() const { return bytes_read + bytes_written; }
