@@ -30,6 +30,7 @@ enum class OpClass {
   Matmul,       // tensor cores, efficiency rising with the smallest dimension
   Elementwise,  // memory bound, CUDA cores
   Reduction,    // memory bound with a lower efficiency (softmax, norms, sums)
+  Optimizer,    // memory bound, the fused multi-tensor optimizer step
   Free,         // no kernel: views and reshapes
 };
 OpClass classify_op(std::string_view kind);

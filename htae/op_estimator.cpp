@@ -12,7 +12,7 @@ struct KindClass {
 };
 
 // Kinds not listed are elementwise.
-constexpr std::array<KindClass, 33> kKindClasses = {{
+constexpr std::array<KindClass, 35> kKindClasses = {{
     {"matmul", OpClass::Matmul},
     {"batch_matmul", OpClass::Matmul},
     {"bmm", OpClass::Matmul},
@@ -47,6 +47,8 @@ constexpr std::array<KindClass, 33> kKindClasses = {{
     {"batchnorm_grad", OpClass::Reduction},
     {"cross_entropy_grad", OpClass::Reduction},
     {"sum", OpClass::Reduction},
+    {"adam", OpClass::Optimizer},
+    {"sgd", OpClass::Optimizer},
 }};
 
 double saturating(double peak, double x, double half) { return peak * x / (x + half); }
@@ -68,9 +70,16 @@ double OpEstimator::matmul_efficiency(int64_t smallest_dim) const {
                     curves_.matmul_half_dim);
 }
 
+double OpEstimator::memory_peak(OpClass op_class) const {
+  switch (op_class) {
+    case OpClass::Reduction: return curves_.reduction_peak;
+    case OpClass::Optimizer: return curves_.optimizer_peak;
+    default: return curves_.memory_peak;
+  }
+}
+
 double OpEstimator::memory_efficiency(OpClass op_class, double bytes) const {
-  double peak = op_class == OpClass::Reduction ? curves_.reduction_peak : curves_.memory_peak;
-  return saturating(peak, std::max(bytes, 1.0), curves_.memory_half_bytes);
+  return saturating(memory_peak(op_class), std::max(bytes, 1.0), curves_.memory_half_bytes);
 }
 
 double OpEstimator::matmul_rate(ComputeDtype dtype, const std::vector<int64_t>& mnk) const {
@@ -83,9 +92,9 @@ double OpEstimator::matmul_rate(ComputeDtype dtype, const std::vector<int64_t>& 
 
 double OpEstimator::memory_rate(OpClass op_class, double bytes) const {
   if (profile_ && profile_->memory_curve) {
-    // Measured on streaming kernels; reductions keep their assumed share of it.
-    double share = op_class == OpClass::Reduction ? curves_.reduction_peak / curves_.memory_peak : 1.0;
-    return profile_->memory_curve->at(std::max(bytes, 1.0)) * share;
+    // Measured on streaming kernels; reductions and optimizer steps keep
+    // their assumed share of it.
+    return profile_->memory_curve->at(std::max(bytes, 1.0)) * memory_peak(op_class) / curves_.memory_peak;
   }
   return gpu_.hbm_bandwidth * memory_efficiency(op_class, bytes);
 }

@@ -24,6 +24,11 @@ struct EfficiencyCurves {
   double matmul_half_dim = 128;  // smallest of m, n, k at which half is reached
   double memory_peak = 0.85;     // of HBM bandwidth, large elementwise ops
   double reduction_peak = 0.70;  // of HBM bandwidth, reductions and norms
+  // Of HBM bandwidth, the optimizer step: PyTorch's fused AdamW (the
+  // multi-tensor kind Megatron's and DeepSpeed's fused Adams are) streamed
+  // fp32 parameters, gradients and moments at 0.78 of an H100's from 512 M
+  // parameters up (bench/results/calibration_h100_2026-11-26/torch_optimizer_step.jsonl).
+  double optimizer_peak = 0.78;
   double memory_half_bytes = 256 * 1024;
   double vector_compute = 0.50;  // of the fp32 peak, non-matmul FLOPs
 };
@@ -38,6 +43,8 @@ class OpEstimator {
   OpCostEstimate roofline(const OpCostQuery& query) const;
   double matmul_efficiency(int64_t smallest_dim) const;
   double memory_efficiency(OpClass op_class, double bytes) const;
+  // The class's share of HBM bandwidth once large.
+  double memory_peak(OpClass op_class) const;
   // FLOP/s of an [m, n, k] matmul and bytes/s of a memory-bound op: the
   // profile's measured rates, else the cluster's peaks times the
   // efficiencies.

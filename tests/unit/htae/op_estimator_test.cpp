@@ -37,7 +37,9 @@ TEST(OpEstimator, EfficiencyCurves) {
   EXPECT_DOUBLE_EQ(est.matmul_efficiency(4096), 0.80 * 4096 / 4224);
   EXPECT_DOUBLE_EQ(est.memory_efficiency(OpClass::Elementwise, 256 * 1024), 0.425);
   EXPECT_DOUBLE_EQ(est.memory_efficiency(OpClass::Reduction, 256 * 1024), 0.35);
+  EXPECT_DOUBLE_EQ(est.memory_efficiency(OpClass::Optimizer, 256 * 1024), 0.39);
   EXPECT_EQ(classify_op("layer_norm"), OpClass::Reduction);
+  EXPECT_EQ(classify_op("adam"), OpClass::Optimizer);
   EXPECT_EQ(classify_op("gelu"), OpClass::Elementwise);
 }
 
