@@ -91,6 +91,8 @@ ComputeDtype compute_dtype(ir::DType dtype) {
   switch (dtype) {
     case ir::DType::F16: return ComputeDtype::Fp16;
     case ir::DType::BF16: return ComputeDtype::Bf16;
+    case ir::DType::F8E4M3:
+    case ir::DType::F8E5M2: return ComputeDtype::Fp8;
     default: return ComputeDtype::Fp32;
   }
 }

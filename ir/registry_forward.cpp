@@ -107,11 +107,22 @@ bool einsum_shape(const OpContext& ctx, Types& out, std::string& error) {
   EinsumSpec spec;
   EinsumSizes sizes;
   if (!einsum_sizes(ctx, spec, sizes, error)) return false;
-  if (ctx.operands.size() == 2 && ctx.operands[0].dtype != ctx.operands[1].dtype)
+  // FP8 operands may mix formats (e4m3 activations and weights, e5m2
+  // gradients) and name their result's dtype: FP8 GEMMs write bf16.
+  bool fp8 = is_fp8(ctx.operands[0].dtype) && (ctx.operands.size() == 1 || is_fp8(ctx.operands[1].dtype));
+  if (ctx.operands.size() == 2 && ctx.operands[0].dtype != ctx.operands[1].dtype && !fp8)
     return fail(error, "einsum operands differ in dtype: {} and {}", str(ctx.operands[0]), str(ctx.operands[1]));
   if (spec.output.size() > kMaxRank) return fail(error, "einsum output has more than {} dimensions", kMaxRank);
   TensorType r;
   r.dtype = ctx.operands[0].dtype;
+  if (std::string_view named = ctx.attrs.string("dtype"); !named.empty()) {
+    std::optional<DType> dtype = parse_dtype(named);
+    if (!dtype || !is_float(*dtype) || is_fp8(*dtype))
+      return fail(error, "an einsum's dtype is the float it writes (f32, bf16, f16), not \"{}\"", named);
+    r.dtype = *dtype;
+  } else if (fp8) {
+    return fail(error, "an einsum of fp8 operands names the dtype it writes (dtype = \"bf16\")");
+  }
   r.rank = static_cast<uint8_t>(spec.output.size());
   for (size_t d = 0; d < spec.output.size(); ++d) {
     int64_t size = sizes[static_cast<unsigned char>(spec.output[d])];
@@ -490,6 +501,23 @@ bool cast_shape(const OpContext& ctx, Types& out, std::string& error) {
   return true;
 }
 
+// FP8 quantization: x scaled into the format's range and rounded, with one
+// scale per `block` consecutive elements of the last dim (0: one for the
+// tensor), as Transformer Engine's tensorwise and 1x128-block recipes keep.
+bool quantize_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& x = ctx.operands[0];
+  if (!require_float(x, "the input", error)) return false;
+  std::optional<DType> dtype = parse_dtype(ctx.attrs.string("dtype"));
+  if (!dtype || !is_fp8(*dtype))
+    return fail(error, "quantize writes f8e4m3 or f8e5m2, not \"{}\"", ctx.attrs.string("dtype"));
+  int64_t block = ctx.attrs.integer("block");
+  int64_t last = x.rank > 0 ? x.dim(x.rank - 1) : 1;
+  if (block < 0 || (block > 0 && last % block != 0))
+    return fail(error, "quantize's block ({}) must divide the last dim ({}), or be 0 for one scale", block, last);
+  out.push_back(TensorType(*dtype, x.shape()));
+  return true;
+}
+
 OpCost no_flops(const OpContext& ctx, Results results) { return {0, traffic(ctx, results)}; }
 
 // Normalizes over the last dimension; the optional gamma has its size.
@@ -560,7 +588,8 @@ bool batchnorm_apply_shape(const OpContext& ctx, Types& out, std::string& error)
 void add_forward_ops(std::vector<OpInfo>& t) {
   t.push_back(make_op(OpKind::Matmul, 2, 2, 1, {bool_attr("transpose_a", false), bool_attr("transpose_b", false)},
                       matmul_shape, matmul_cost));
-  t.push_back(make_op(OpKind::Einsum, 1, 2, 1, {required("spec", AttrType::String)}, einsum_shape, einsum_cost));
+  t.push_back(make_op(OpKind::Einsum, 1, 2, 1, {required("spec", AttrType::String), string_attr("dtype", "")},
+                      einsum_shape, einsum_cost));
   for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul})
     t.push_back(
         make_op(k, 2, 2, 1, {}, binary_shape, [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
@@ -628,6 +657,9 @@ void add_forward_ops(std::vector<OpInfo>& t) {
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 0); }));
   t.push_back(make_op(OpKind::Cast, 1, 1, 1, {required("dtype", AttrType::String)}, cast_shape,
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
+  // The amax, the scale and the rounding: about three operations an element.
+  t.push_back(make_op(OpKind::Quantize, 1, 1, 1, {required("dtype", AttrType::String), int_attr("block", 0)},
+                      quantize_shape, [](const OpContext& c, Results r) { return elementwise_cost(c, r, 3); }));
   t.push_back(make_op(OpKind::Div, 2, 2, 1, {}, binary_shape,
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
   t.push_back(make_op(OpKind::Maximum, 2, 2, 1, {}, binary_shape,

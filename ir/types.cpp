@@ -11,14 +11,18 @@ struct DTypeEntry {
   int bytes;
 };
 constexpr DTypeEntry kDTypes[] = {
-    {DType::F32, "f32", 4}, {DType::F16, "f16", 2}, {DType::BF16, "bf16", 2}, {DType::F64, "f64", 8},
-    {DType::I32, "i32", 4}, {DType::I64, "i64", 8}, {DType::I8, "i8", 1},     {DType::U8, "u8", 1},
+    {DType::F32, "f32", 4},       {DType::F16, "f16", 2},       {DType::BF16, "bf16", 2}, {DType::F64, "f64", 8},
+    {DType::I32, "i32", 4},       {DType::I64, "i64", 8},       {DType::I8, "i8", 1},     {DType::U8, "u8", 1},
+    {DType::F8E4M3, "f8e4m3", 1}, {DType::F8E5M2, "f8e5m2", 1},
 };
 }  // namespace
 
 std::string_view dtype_name(DType t) { return kDTypes[static_cast<int>(t)].name; }
 int dtype_bytes(DType t) { return kDTypes[static_cast<int>(t)].bytes; }
-bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64; }
+bool is_float(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64 || is_fp8(t);
+}
+bool is_fp8(DType t) { return t == DType::F8E4M3 || t == DType::F8E5M2; }
 
 std::optional<DType> parse_dtype(std::string_view name) {
   for (const DTypeEntry& e : kDTypes) {

@@ -10,7 +10,9 @@
 
 namespace dstc::ir {
 
-enum class DType : uint8_t { F32, F16, BF16, F64, I32, I64, I8, U8 };
+// F8E4M3 and F8E5M2: the two 8-bit floats of FP8 training (OCP: 3 and 2
+// mantissa bits, max finite 448 and 57344), held with a scale (`quantize`).
+enum class DType : uint8_t { F32, F16, BF16, F64, I32, I64, I8, U8, F8E4M3, F8E5M2 };
 
 inline constexpr int kMaxRank = 8;
 
@@ -23,6 +25,7 @@ std::string_view dtype_name(DType t);
 std::optional<DType> parse_dtype(std::string_view name);
 int dtype_bytes(DType t);
 bool is_float(DType t);
+bool is_fp8(DType t);
 
 // A value type held by value (interned in the module as a TypeId).
 struct TensorType {

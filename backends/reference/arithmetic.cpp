@@ -22,6 +22,15 @@ double round_to_bits(double x, int mantissa, int min_exponent, double max_finite
 
 }  // namespace
 
+double fp8_max(ir::DType format) { return format == ir::DType::F8E4M3 ? 448.0 : 57344.0; }
+
+double round_to_fp8(double x, ir::DType format) {
+  // e4m3: 3 mantissa bits, normals from 2^-6; e5m2: 2 bits, from 2^-14.
+  const bool e4m3 = format == ir::DType::F8E4M3;
+  double r = round_to_bits(x, e4m3 ? 3 : 2, e4m3 ? -6 : -14, INFINITY);
+  return std::clamp(r, -fp8_max(format), fp8_max(format));
+}
+
 std::optional<Arithmetic> parse_arithmetic(std::string_view name) {
   if (name == "f32") return Arithmetic::F32;
   if (name == "f64") return Arithmetic::F64;

@@ -22,4 +22,10 @@ std::optional<Arithmetic> parse_arithmetic(std::string_view name);
 // Rounds every element of a float tensor to the storage precision.
 void round_to_storage(HostTensor& t, Arithmetic a);
 
+// x rounded to the nearest f8e4m3 or f8e5m2 number (ties to even); past the
+// largest finite one, that one (saturating, as FP8 casts in training do).
+double round_to_fp8(double x, ir::DType format);
+// The largest finite number of an fp8 format: 448 (e4m3), 57344 (e5m2).
+double fp8_max(ir::DType format);
+
 }  // namespace dstc::reference

@@ -152,6 +152,7 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
     case OpKind::Sum: kernels::sum(x(0), attrs.ints("dims"), y); return {};
     case OpKind::Fill: kernels::fill(attrs.real("value"), y); return {};
     case OpKind::Cast: kernels::cast(x(0), y); return {};
+    case OpKind::Quantize: kernels::quantize(x(0), attrs.integer("block"), y); return {};
     case OpKind::Shard:
       if (attrs.boolean("flat"))
         kernels::flat_shard(x(0), axis_coord(ctx, attrs), y);

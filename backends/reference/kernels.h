@@ -62,6 +62,11 @@ void reduce_max(const HostTensor& x, std::span<const int64_t> dims, HostTensor& 
 void expand(const HostTensor& x, std::span<const int64_t> dims, HostTensor& out);
 void fill(double value, HostTensor& out);
 void cast(const HostTensor& x, HostTensor& out);
+// FP8 quantization as the IR's quantize: each group of `block` consecutive
+// elements of the last dim (0: the whole tensor) scaled so its largest
+// magnitude is the format's largest number, rounded to the format, and
+// scaled back: `out` holds the values the FP8 GEMM computes with.
+void quantize(const HostTensor& x, int64_t block, HostTensor& out);
 // Chunk `index` of `parts` along dim (shard), and its inverse placement.
 void shard(const HostTensor& x, int dim, int64_t parts, int64_t index, HostTensor& out);
 void unshard(const HostTensor& x, int dim, int64_t index, HostTensor& out);

@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "backends/reference/arithmetic.h"
 #include "backends/reference/kernels.h"
 
 namespace dstc::reference::kernels {
@@ -116,6 +117,18 @@ void fill(double value, HostTensor& out) { std::fill(out.data.begin(), out.data.
 void cast(const HostTensor& x, HostTensor& out) {
   bool to_int = !ir::is_float(out.dtype) && ir::is_float(x.dtype);
   for (size_t i = 0; i < x.data.size(); ++i) out.data[i] = to_int ? std::trunc(x.data[i]) : x.data[i];
+}
+
+void quantize(const HostTensor& x, int64_t block, HostTensor& out) {
+  const size_t group = block > 0 ? static_cast<size_t>(block) : std::max<size_t>(x.data.size(), 1);
+  const double largest = fp8_max(out.dtype);
+  for (size_t begin = 0; begin < x.data.size(); begin += group) {
+    const size_t end = std::min(begin + group, x.data.size());
+    double amax = 0;
+    for (size_t i = begin; i < end; ++i) amax = std::max(amax, std::abs(x.data[i]));
+    const double scale = amax > 0 ? largest / amax : 1.0;
+    for (size_t i = begin; i < end; ++i) out.data[i] = round_to_fp8(x.data[i] * scale, out.dtype) / scale;
+  }
 }
 
 void shard(const HostTensor& x, int dim, int64_t parts, int64_t index, HostTensor& out) {

@@ -29,6 +29,16 @@ std::optional<VerifyPrograms> compile_verify_programs(const StrategyRequest& req
                             strategy.name));
     return std::nullopt;
   }
+  if (strategy.run.fp8 == compiler::Fp8Recipe::Tensorwise) {
+    diags
+        .error(diag::kVerifyFp8Tensorwise, strategy.run.fp8_range,
+               "tensorwise FP8 scales each rank's tensors by their own largest value, so a split step rounds "
+               "differently from one device and verify cannot compare them")
+        .note(strategy.run.range,
+              "fp8 = blockwise scales every 128 elements of a row, which shards keep whole, so verify can "
+              "compare it; or verify the strategy without fp8");
+    return std::nullopt;
+  }
   auto distributed = compiler::build_logical_program(strategy, diags);
   auto single = compiler::build_single_device_program(strategy, diags);
   if (!distributed || !single) return std::nullopt;

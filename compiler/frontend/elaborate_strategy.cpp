@@ -235,6 +235,12 @@ class StrategyElaborator {
       } else if (e.key == "precision" || (e.key == "grad_precision" && run.training)) {
         std::string v = symbol(e, sc, {"fp32", "bf16", "fp16"});
         if (!v.empty()) (e.key == "precision" ? run.precision : run.grad_precision) = *parse_source_dtype(v);
+      } else if (e.key == "fp8") {
+        std::string v = symbol(e, sc, {"none", "tensorwise", "blockwise"});
+        if (!v.empty()) {
+          run.fp8 = v == "none" ? Fp8Recipe::None : v == "tensorwise" ? Fp8Recipe::Tensorwise : Fp8Recipe::Blockwise;
+          run.fp8_range = e.key_range;
+        }
       } else if (e.key == "master_weights" && run.training) {
         if (std::optional<bool> v = eval_.eval_bool(*e.value, sc, e.key)) {
           run.master_weights = *v;
@@ -253,11 +259,17 @@ class StrategyElaborator {
         diags_.error(
             diag::kBadConfig, e.key_range,
             fmt::format(
-                "unknown key '{}' in {} (keys: batch, {}precision)", e.key, run.training ? "train" : "inference",
+                "unknown key '{}' in {} (keys: batch, {}precision, fp8)", e.key, run.training ? "train" : "inference",
                 run.training
                     ? "optimizer, accumulate, master_weights, grad_precision, overlap_grad_reduce, grad_bucket, "
                     : ""));
       }
+    }
+    if (run.fp8 != Fp8Recipe::None && run.precision == ir::DType::F32) {
+      diags_
+          .error(diag::kBadConfig, run.fp8_range,
+                 "fp8 applies to bf16 and fp16 runs: FP8 matmuls write the compute precision")
+          .note(run.range, "precision = bf16 in this block, as FP8 training runs");
     }
     if (master_weights_range_.valid() && run.precision == ir::DType::F32) {
       diags_.error(diag::kBadConfig, master_weights_range_,

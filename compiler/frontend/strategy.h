@@ -35,6 +35,7 @@ struct ClusterReference {
   SourceRange range;
 };
 
+using compiler::Fp8Recipe;
 using compiler::Optimizer;
 
 struct RunConfig {
@@ -55,6 +56,8 @@ struct RunConfig {
   // --ddp-bucket-size; 0: each tensor alone); unset: Megatron-Core's default.
   std::optional<int64_t> grad_bucket;
   int64_t accumulate = 1;  // gradient-accumulation steps per optimizer step
+  Fp8Recipe fp8 = Fp8Recipe::None;
+  SourceRange fp8_range;
   SourceRange range;
 };
 

@@ -386,6 +386,7 @@ class LogicalGraphBuilder {
     spec.train.grad_precision = run.grad_precision;
     spec.train.overlap_grad_reduce = run.overlap_grad_reduce;
     spec.train.grad_bucket = run.grad_bucket;
+    spec.train.fp8 = run.fp8;
     spec.train.where = run.range;
   }
 

@@ -1,9 +1,74 @@
 // Contractions (einsum): the forward einsum, and each operand's gradient as
 // an einsum of g with the other.
 // One family's rules; autodiff.cpp picks the family from the op table.
+#include <algorithm>
+#include <numeric>
+
 #include "compiler/lowering/lowering_helpers.h"
 
 namespace dstc::compiler {
+
+void Lowering::mark_fp8_ops() {
+  std::vector<std::vector<int32_t>> consumers(graph.tensors.size());
+  for (int32_t op = 0; op < static_cast<int32_t>(graph.ops.size()); ++op)
+    for (const Operand& in : graph.ops[op].inputs) consumers[in.tensor].push_back(op);
+  // A router's scores reach its top_k through a softmax or a bias, not a
+  // contraction: a few ops.
+  std::function<bool(int32_t, int)> scores_routing = [&](int32_t tensor, int depth) {
+    for (int32_t op : consumers[tensor]) {
+      const LogicalOp& c = graph.ops[op];
+      if (c.type == ops::OpKind::TopK) return true;
+      if (depth < 3 && c.type != ops::OpKind::Einsum && scores_routing(c.output, depth + 1)) return true;
+    }
+    return false;
+  };
+  auto in_repeat = [&](int32_t node) {
+    for (; node >= 0; node = graph.nodes[node].parent)
+      if (graph.nodes[node].repeated) return true;
+    return false;
+  };
+  fp8_ops_.assign(graph.ops.size(), false);
+  for (int32_t op = 0; op < static_cast<int32_t>(graph.ops.size()); ++op) {
+    const LogicalOp& lop = graph.ops[op];
+    if (lop.type != ops::OpKind::Einsum || lop.inputs.size() != 2) continue;
+    int params = 0;
+    for (const Operand& in : lop.inputs) params += graph.tensors[in.tensor].kind == TensorKind::Param;
+    if (params != 1 || !ir::is_float(graph.tensors[lop.output].dtype) || !in_repeat(lop.node)) continue;
+    fp8_ops_[op] = !scores_routing(lop.output, 0);
+  }
+}
+
+ir::ValueId Lowering::quantized(const Emit& at, ir::ValueId v, ir::DType dtype, const ir::Layout& layout) {
+  uint64_t key = static_cast<uint64_t>(v) << 8 | static_cast<uint64_t>(dtype);
+  if (auto it = quantized_.find(key); it != quantized_.end()) return it->second;
+  const ir::TensorType& t = type_of(v);
+  // Blockwise: one scale per 128 elements of a row (fewer where the local
+  // row is shorter than or not a multiple of 128).
+  int64_t last = t.rank > 0 ? t.dim(t.rank - 1) : 1;
+  int64_t block = spec.train.fp8 == Fp8Recipe::Blockwise ? std::gcd<int64_t>(128, last) : 0;
+  Emit e = at;
+  e.fill = function_->values[v].fill;
+  ir::ValueId q =
+      append(e, ir::OpKind::Quantize, {v},
+             {ir::AttrValue::string("dtype", ir::dtype_name(dtype)), ir::AttrValue::integer("block", block)}, layout);
+  return quantized_[key] = q;
+}
+
+ir::ValueId Lowering::fp8_input(const Emit& at, ir::ValueId v, const ir::Layout& from, const ir::Layout& to,
+                                bool reuse) {
+  Emit boxing = at;
+  boxing.stream = ir::Stream::Feature;
+  // Quantized where it is stored and moved in fp8, as Transformer Engine
+  // all-gathers a sequence-parallel input and FSDP2 a float8 weight: half
+  // the bytes, and the stored shard is what the backward gathers again.
+  // Partial sums are reduced first; flat chunks cut blocks' rows apart.
+  bool before = std::none_of(from.begin(), from.end(), [&](const ir::Sbp& s) {
+    return s.kind == ir::Sbp::PartialSum || s.kind == ir::Sbp::PartialMax ||
+           (s.kind == ir::Sbp::Flat && spec.train.fp8 == Fp8Recipe::Blockwise);
+  });
+  if (before) return box(boxing, quantized(at, v, ir::DType::F8E4M3, from), from, to, reuse);
+  return quantized(at, box(boxing, v, from, to, reuse), ir::DType::F8E4M3, to);
+}
 
 ir::ValueId Lowering::forward_contraction(const ForwardStep& f) {
   using ir::AttrValue;
@@ -11,6 +76,14 @@ ir::ValueId Lowering::forward_contraction(const ForwardStep& f) {
   switch (f.lop.type) {
     case ops::OpKind::Einsum: {
       const std::string& spec_text = einsum_specs(f.op).forward;
+      if (fp8_op(f.op)) {
+        // Its inputs arrive in e4m3 (fp8_input); the GEMM writes the
+        // compute precision.
+        return append(f.at, OpKind::Einsum, {f.in[0], f.in[1]},
+                      {AttrValue::string("spec", spec_text),
+                       AttrValue::string("dtype", ir::dtype_name(compute_dtype(f.lop.output)))},
+                      f.out);
+      }
       if (f.in.size() == 1)
         return append(f.at, OpKind::Einsum, {f.in[0]}, {AttrValue::string("spec", spec_text)}, f.out);
       return append(f.at, OpKind::Einsum, {f.in[0], f.in[1]}, {AttrValue::string("spec", spec_text)}, f.out);
@@ -29,6 +102,20 @@ void Lowering::backward_contraction(BackwardStep& s) {
         if (s.wanted(0))
           s.give(0, append(s.emit_at(0), OpKind::Einsum, {s.g}, {AttrValue::string("spec", specs.grads[0])},
                            s.grad_layout_of(0)));
+        break;
+      }
+      if (fp8_op(s.op)) {
+        // The gradient in e5m2 (its range), against the forward's e4m3 inputs.
+        const std::string dtype(ir::dtype_name(compute_dtype(s.lop.output)));
+        for (size_t i = 0; i < 2; ++i) {
+          if (!s.wanted(i)) continue;
+          Emit e = s.emit_at(i);
+          ir::ValueId g = quantized(e, s.g, ir::DType::F8E5M2, s.g_layout);
+          ir::ValueId a = i == 0 ? g : s.in(0), b = i == 0 ? s.in(1) : g;
+          s.give(i, append(e, OpKind::Einsum, {a, b},
+                           {AttrValue::string("spec", specs.grads[i]), AttrValue::string("dtype", dtype)},
+                           s.grad_layout_of(i)));
+        }
         break;
       }
       if (s.wanted(0)) {

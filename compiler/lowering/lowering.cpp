@@ -155,6 +155,7 @@ Lowering::Lowering(const LogicalGraph& g, const StrategySpec& s, const SbpAssign
     for (const AxisSignature& axis : sbp.ops[op].axes) out.push_back(axis.output);
     output_layouts_.push_back(std::move(out));
   }
+  if (spec.train.fp8 != Fp8Recipe::None) mark_fp8_ops();
   int32_t mbs = resolved.micro_batches;
   forward_.reset(graph.tensors.size(), mbs);
   recomputed_.reset(graph.tensors.size(), mbs);
@@ -478,6 +479,12 @@ ir::ValueId Lowering::op_input(const Emit& at, int32_t op, size_t i, bool recomp
   int32_t t = graph.ops[op].inputs[i].tensor;
   Emit boxing = at;
   boxing.stream = ir::Stream::Feature;
+  if (fp8_op(op)) {
+    if (graph.tensors[t].kind == TensorKind::Param)
+      return fp8_input(at, param_value(t, at), param_layout(t), input_layout(op, i), false);
+    return fp8_input(at, input_value(t, at.micro_batch, at.stage, recompute), sbp.layouts[t], input_layout(op, i),
+                     true);
+  }
   if (graph.tensors[t].kind != TensorKind::Param) {
     ir::ValueId stored = input_value(t, at.micro_batch, at.stage, recompute);
     ir::ValueId read = box(boxing, stored, sbp.layouts[t], input_layout(op, i));
@@ -602,12 +609,15 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
       // the step holds 1/t of it between forward and backward.
       if (resolved.recompute_unit[op] < 0 && gathers(sbp.layouts[t], input_layout(op, i))) {
         ir::ValueId stored = input_value(t, mb, stage, false);
-        uint64_t key = (static_cast<uint64_t>(stored) << 32) | module_.intern_layout(input_layout(op, i));
+        // An FP8 op gathers its e4m3 copy (its own key: bit 63).
+        uint64_t key = (static_cast<uint64_t>(stored) << 32) | module_.intern_layout(input_layout(op, i)) |
+                       (static_cast<uint64_t>(fp8_op(op)) << 63);
         auto [slot, fresh] = regathered_.try_emplace(key, ir::kNone);
         if (fresh) {
           Emit boxing = at;
           boxing.stream = ir::Stream::Feature;
-          slot->second = box(boxing, stored, sbp.layouts[t], input_layout(op, i), false);
+          slot->second = fp8_op(op) ? fp8_input(at, stored, sbp.layouts[t], input_layout(op, i), false)
+                                    : box(boxing, stored, sbp.layouts[t], input_layout(op, i), false);
         }
         return inputs[i] = slot->second;
       }

@@ -97,6 +97,16 @@ class Lowering {
     return saved_extras_.at(op_key(op, mb));
   }
 
+  // Whether `op` runs its GEMMs in FP8 (spec.train.fp8): an einsum of an
+  // activation with a weight inside a repeated block, as Transformer
+  // Engine's linear layers are, unless it scores a router (its top-k
+  // choice is what FP8 error would flip; Megatron-Core keeps routers out).
+  bool fp8_op(int32_t op) const { return !fp8_ops_.empty() && fp8_ops_[op]; }
+  // `v` quantized to `dtype` with the recipe's scaling, once per value.
+  ir::ValueId quantized(const Emit& at, ir::ValueId v, ir::DType dtype, const ir::Layout& layout);
+  // An FP8 op's input `v` (laid out `from`) in e4m3, laid out `to`.
+  ir::ValueId fp8_input(const Emit& at, ir::ValueId v, const ir::Layout& from, const ir::Layout& to, bool reuse);
+
   // An einsum op's spec strings, built once per logical op: its forward, and
   // the backward that gives each input's gradient.
   struct EinsumSpecs {
@@ -241,8 +251,11 @@ class Lowering {
   std::vector<bool> requires_grad_;                    // per tensor
   std::vector<size_t> input_base_;                     // per op: index of its first input in input_layouts_
   std::vector<ir::Layout> input_layouts_, output_layouts_;
-  std::unordered_map<uint64_t, ir::LocId> locs_;       // (file, offset, node) -> interned location
-  std::unordered_map<uint64_t, ir::Fill> slot_fills_;  // (tensor, experts' parts) -> slots_fill
+  std::unordered_map<uint64_t, ir::LocId> locs_;         // (file, offset, node) -> interned location
+  std::unordered_map<uint64_t, ir::Fill> slot_fills_;    // (tensor, experts' parts) -> slots_fill
+  std::vector<bool> fp8_ops_;                            // per op, under an FP8 recipe
+  std::unordered_map<uint64_t, ir::ValueId> quantized_;  // (value << 8 | dtype) -> its quantization
+  void mark_fp8_ops();
 
   MicroBatchTable forward_, recomputed_;                   // (tensor, mb) on its stage
   MicroBatchTable saved_inputs_;                           // (input_base_[op] + i, mb) as the op read it

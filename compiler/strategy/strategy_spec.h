@@ -71,6 +71,7 @@ struct TrainConfig {
   bool overlap_grad_reduce = true;            // reduce each gradient as its last micro-batch completes
   // Local gradient elements reduced together; unset: Megatron-Core's default.
   std::optional<int64_t> grad_bucket;
+  Fp8Recipe fp8 = Fp8Recipe::None;  // the blocks' weight matmuls in FP8
   double learning_rate = 1e-3;
   SourceRange where;
 };

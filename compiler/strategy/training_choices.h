@@ -9,6 +9,13 @@ namespace dstc::compiler {
 
 enum class Optimizer : uint8_t { Sgd, Adam };
 
+// FP8 matmuls, Transformer Engine's hybrid format (e4m3 activations and
+// weights, e5m2 gradients): None keeps every matmul in the compute
+// precision; Tensorwise scales each quantized tensor by one factor (TE's
+// delayed and current scaling); Blockwise by one per 128 consecutive
+// elements of a row (DeepSeek-V3's 1x128 tiles, TE's Float8BlockScaling).
+enum class Fp8Recipe : uint8_t { None, Tensorwise, Blockwise };
+
 // A parameter read on pipeline stages that run on different devices (a tied
 // input embedding and output projection) is either kept on its first stage
 // and sent to the others each step, its gradients sent back (Transmit), or

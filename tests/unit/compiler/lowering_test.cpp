@@ -609,5 +609,42 @@ TEST(Lowering, ThreeDParallelGptVerifiesUnderEverySchedule) {
   }
 }
 
+TEST(Lowering, Fp8RunsTheBlocksWeightGemmsOnQuantizedCopiesAndKeepsTheHeadInItsPrecision) {
+  // fp8 = tensorwise (Transformer Engine's linear layers): in each block,
+  // every einsum of an activation with a weight reads e4m3 copies, once per
+  // value (q, k and v share their input's), and its two gradients read an
+  // e5m2 copy of the output gradient; all write bf16. The head, outside
+  // the repeated blocks, stays in bf16.
+  Gpt gpt = make_gpt(2, 8, 16, 32, 8, 64);
+  for (const Gpt::Block& b : gpt.blocks)
+    gpt.graph.nodes[gpt.graph.nodes[gpt.graph.nodes[b.q].parent].parent].repeated = true;
+  StrategySpec spec = make_spec(gpt.graph, {{"dp", 1}}, 8, 1);
+  spec.train.precision = ir::DType::BF16;
+  spec.train.fp8 = Fp8Recipe::Tensorwise;
+  set_default(spec, 0, S("b"));
+  auto c = compile(gpt.graph, spec);
+  const ir::Module& m = c->module();
+  const ir::Function& f = c->f();
+  int e4m3 = 0, e5m2 = 0;
+  for (const ir::Op* op : select(m, {ir::OpKind::Quantize})) {
+    ir::DType t = m.value_type(f, op->first_result).dtype;
+    (t == ir::DType::F8E4M3 ? e4m3 : e5m2) += 1;
+    EXPECT_EQ(ir::AttrReader(m, f, *op).integer("block"), 0);
+  }
+  // Per block: inputs of qkv, proj, fc1, fc2 and their 6 weights; 6 gradients.
+  EXPECT_EQ(e4m3, 2 * 10);
+  EXPECT_EQ(e5m2, 2 * 6);
+  int fp8_einsums = 0, bf16_einsums = 0;
+  for (const ir::Op* op : select(m, {ir::OpKind::Einsum})) {
+    if (op->operand_count != 2) continue;
+    bool fp8 = ir::is_fp8(m.value_type(f, f.operands(*op)[0]).dtype);
+    EXPECT_EQ(fp8, ir::is_fp8(m.value_type(f, f.operands(*op)[1]).dtype));
+    EXPECT_EQ(m.value_type(f, op->first_result).dtype, ir::DType::BF16);
+    (fp8 ? fp8_einsums : bf16_einsums) += 1;
+  }
+  EXPECT_EQ(fp8_einsums, 2 * 6 * 3);  // forward, input gradient, weight gradient
+  EXPECT_EQ(bf16_einsums, 3);         // the head's
+}
+
 }  // namespace
 }  // namespace dstc::compiler

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 
+#include "backends/reference/arithmetic.h"
 #include "backends/reference/kernels.h"
 #include "backends/reference/logical_layout.h"
 #include "ir/registry.h"
@@ -35,6 +36,37 @@ void expect_gradient(const std::function<HostTensor(const HostTensor&)>& f, Host
     x.data[i] = keep;
     EXPECT_NEAR(analytic.data[i], numeric, 1e-6 * (1 + std::abs(numeric))) << what << " element " << i;
   }
+}
+
+// FP8 rounding (OCP formats): e4m3 has 3 mantissa bits, normals from
+// 2^-6, 448 the largest; e5m2 2 bits, from 2^-14, 57344. Ties go to even.
+TEST(Kernels, Fp8RoundsToNearestEvenInItsFormatAndSaturates) {
+  EXPECT_EQ(round_to_fp8(1.0625, ir::DType::F8E4M3), 1.0);   // a tie between 1 and 1.125
+  EXPECT_EQ(round_to_fp8(1.1875, ir::DType::F8E4M3), 1.25);  // a tie between 1.125 and 1.25
+  EXPECT_EQ(round_to_fp8(300, ir::DType::F8E4M3), 288);      // spacing 32 in [256, 512)
+  EXPECT_EQ(round_to_fp8(1000, ir::DType::F8E4M3), 448);
+  EXPECT_EQ(round_to_fp8(-1e6, ir::DType::F8E5M2), -57344);
+  EXPECT_EQ(round_to_fp8(1.1, ir::DType::F8E5M2), 1.0);             // spacing 0.25 in [1, 2)
+  EXPECT_EQ(round_to_fp8(0.0013, ir::DType::F8E4M3), 0.001953125);  // the smallest subnormal, 2^-9
+}
+
+// quantize scales each block so its largest magnitude is 448 (e4m3),
+// rounds, and scales back: [3, 4] * 112 = [336, 448]; 336 is a tie between
+// 320 and 352, and goes to 320.
+TEST(Kernels, QuantizeScalesEachBlockToTheFormatsRange) {
+  HostTensor x(ir::DType::F32, std::vector<int64_t>{1, 4});
+  x.data = {1, 2, 3, 4};
+  HostTensor blocks(ir::DType::F8E4M3, std::vector<int64_t>{1, 4});
+  kernels::quantize(x, 2, blocks);
+  EXPECT_EQ(blocks.data, (std::vector<double>{1, 2, 320.0 / 112, 4}));
+  HostTensor whole(ir::DType::F8E4M3, std::vector<int64_t>{1, 4});
+  kernels::quantize(x, 0, whole);  // one scale, 112: 1 -> 112 rounds to 112 exactly
+  EXPECT_EQ(whole.data, (std::vector<double>{1, 2, 320.0 / 112, 4}));
+  x.data = {0.01, 1, 0, -4};
+  kernels::quantize(x, 0, whole);  // 0.01 * 112 = 1.12 -> 1.125
+  EXPECT_DOUBLE_EQ(whole.data[0], 1.125 / 112);
+  EXPECT_EQ(whole.data[2], 0);
+  EXPECT_EQ(whole.data[3], -4);
 }
 
 TEST(Kernels, ActivationSoftmaxLayerNormGradientsAreDerivatives) {

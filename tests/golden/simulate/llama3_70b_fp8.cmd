@@ -1,0 +1,1 @@
+compile examples/accuracy/nemo_llama3_fp8.dstrat --strategy Llama3_70B_FP8 --simulate
