@@ -67,6 +67,31 @@ TEST_F(RegistryTest, MatmulShapeAndFlops) {
   EXPECT_DOUBLE_EQ(r.cost.bytes, (4 * 16 + 16 * 8 + 4 * 8) * 4);  // 896
 }
 
+// FP8: quantize writes one byte an element, reading x twice for one scale
+// (its amax first) and once for per-block scales; an einsum of fp8
+// operands names the float it writes.
+TEST_F(RegistryTest, QuantizeAndFp8Einsum) {
+  const TensorType x(DType::BF16, {16, 256});
+  Result tensorwise = run(OpKind::Quantize, {x}, {AttrValue::string("dtype", "f8e4m3")});
+  ASSERT_EQ(tensorwise.types.size(), 1u) << tensorwise.error;
+  EXPECT_EQ(tensorwise.types[0], TensorType(DType::F8E4M3, {16, 256}));
+  EXPECT_DOUBLE_EQ(tensorwise.cost.bytes, 16 * 256 * (2 + 2 + 1));
+  Result blocks = run(OpKind::Quantize, {x}, {AttrValue::string("dtype", "f8e5m2"), AttrValue::integer("block", 128)});
+  EXPECT_DOUBLE_EQ(blocks.cost.bytes, 16 * 256 * (2 + 1));
+  EXPECT_NE(run(OpKind::Quantize, {x}, {AttrValue::string("dtype", "bf16")}).error.find("f8e4m3 or f8e5m2"),
+            std::string::npos);
+  EXPECT_NE(run(OpKind::Quantize, {x}, {AttrValue::string("dtype", "f8e4m3"), AttrValue::integer("block", 100)})
+                .error.find("must divide the last dim (256)"),
+            std::string::npos);
+  const TensorType a(DType::F8E5M2, {16, 256}), w(DType::F8E4M3, {64, 256});
+  Result gemm =
+      run(OpKind::Einsum, {a, w}, {AttrValue::string("spec", "ab,cb->ac"), AttrValue::string("dtype", "bf16")});
+  ASSERT_EQ(gemm.types.size(), 1u) << gemm.error;
+  EXPECT_EQ(gemm.types[0], TensorType(DType::BF16, {16, 64}));
+  EXPECT_NE(run(OpKind::Einsum, {a, w}, {AttrValue::string("spec", "ab,cb->ac")}).error.find("names the dtype"),
+            std::string::npos);
+}
+
 TEST_F(RegistryTest, MatmulTransposesAndBatches) {
   EXPECT_EQ(run(OpKind::Matmul, {F32({4, 16}), F32({8, 16})}, {AttrValue::boolean("transpose_b", true)}).types[0],
             F32({4, 8}));
