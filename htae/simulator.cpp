@@ -97,6 +97,7 @@ struct Event {
   bool operator>(const Event& o) const { return time > o.time; }
 };
 constexpr uint32_t kCommDone = UINT32_MAX;
+constexpr uint32_t kEarlyReady = UINT32_MAX - 1;  // id: into Executor::early_ready_
 
 // Every group of one communication op's component, planned.
 struct PlanSet {
@@ -116,7 +117,16 @@ struct Instance {
   std::vector<uint32_t> outstanding;
   uint32_t groups_left = 0;
   double start = 0;
+  double moved = 0;  // a pipelined scatter: when its transfers were done
 };
+
+// A collective pipelined with a GEMM in `chunks` pieces (the IR's `chunks`,
+// Megatron-Core's --tp-comm-overlap): an all-gather's result is ready to
+// its GEMMs from the gather's start (the first piece is the rank's own), and
+// a GEMM's finish waits for the last piece plus that piece's share of the
+// GEMM; a reduce-scatter starts on its GEMM's first piece, and finishes no
+// sooner than the GEMM plus the last piece's share of the scatter.
+constexpr double kNever = std::numeric_limits<double>::infinity();
 
 class Executor {
  public:
@@ -168,6 +178,11 @@ class Executor {
   void start_instance(OpId rendezvous, uint32_t component);
   void start_phase(uint32_t instance, uint32_t group);
   void finish_instance(uint32_t instance);
+  // Pipelined collectives (`chunks`): whether the op may finish now, else
+  // when it will be looked at again.
+  bool gemm_may_finish(uint32_t c, OpId op);
+  bool scatter_may_finish(uint32_t instance);
+  void piece_done(uint32_t sl, uint32_t c);
   void finish_op(uint32_t c, uint8_t q, OpId op, double start);
   void alloc_results(uint32_t c, const ir::Op& op);
   void release(ValueId v, uint32_t c);
@@ -216,7 +231,13 @@ class Executor {
     double fixed_seconds = -1;  // a profiled time, or < 0
     CommSpec comm;              // what it moves
   };
-  std::vector<uint32_t> rendezvous_index_;  // per op: into rendezvous_info_, or kNone
+  std::vector<uint32_t> chunks_;           // per op: a pipelined collective's pieces, else 0
+  std::vector<OpId> pipelined_with_;       // per value: the pipelined collective it feeds or comes from
+  std::vector<double> done_at_;            // per slot of such a value: when fully there
+  std::vector<OpId> waiting_gemm_;         // per such slot: a GEMM that waits for the last piece
+  std::vector<uint32_t> waiting_scatter_;  // per such slot: a scatter instance that waits for its GEMM
+  std::vector<std::pair<uint32_t, uint32_t>> early_ready_;  // (slot, class) of kEarlyReady events
+  std::vector<uint32_t> rendezvous_index_;                  // per op: into rendezvous_info_, or kNone
   std::vector<Rendezvous> rendezvous_info_;
   std::vector<uint32_t> arrived_;
   std::vector<CommLayout> layouts_;
@@ -380,6 +401,19 @@ void Executor::prepare() {
         r.fixed_seconds = *s;
     }
   }
+  chunks_.assign(ops, 0);
+  pipelined_with_.assign(f_.values.size(), kNone);
+  for (OpId i = 0; i < ops; ++i) {
+    const ir::Op& op = f_.ops[i];
+    if (op.kind != ir::OpKind::AllGather && op.kind != ir::OpKind::ReduceScatter) continue;
+    int64_t chunks = ir::AttrReader(m_, f_, op).integer("chunks");
+    if (chunks < 2) continue;
+    chunks_[i] = static_cast<uint32_t>(chunks);
+    pipelined_with_[op.kind == ir::OpKind::AllGather ? op.first_result : f_.operands(op)[0]] = i;
+  }
+  done_at_.assign(slots, kNever);
+  waiting_gemm_.assign(slots, kNone);
+  waiting_scatter_.assign(slots, kNone);
   plan_of_component_.assign(arrived_.size(), nullptr);
   for (const Rendezvous& r : rendezvous_info_) {
     if (r.fixed_seconds >= 0) continue;
@@ -533,6 +567,65 @@ void Executor::start_compute(uint32_t c, uint8_t q, OpId id) {
   s.rate = s.grad_in_flight > 0 ? overlap_rate_ : 1;
   alloc_results(c, f_.ops[id]);
   push_event({now_ + s.work_left / s.rate, c, ++s.version});
+  // A pipelined reduce-scatter may start on this GEMM's first piece.
+  const ir::Op& op = f_.ops[id];
+  for (uint16_t r = 0; r < op.result_count; ++r) {
+    OpId scatter = pipelined_with_[op.first_result + r];
+    uint32_t sl = slot(op.first_result + r, c);
+    if (scatter == kNone || sl == kNone || f_.ops[scatter].kind != ir::OpKind::ReduceScatter) continue;
+    early_ready_.emplace_back(sl, c);
+    push_event({now_ + duration_[id] / chunks_[scatter] / s.rate, static_cast<uint32_t>(early_ready_.size() - 1),
+                kEarlyReady});
+  }
+}
+
+bool Executor::gemm_may_finish(uint32_t c, OpId id) {
+  for (ValueId v : f_.operands(f_.ops[id])) {
+    OpId gather = pipelined_with_[v];
+    uint32_t sl = slot(v, c);
+    if (gather == kNone || sl == kNone || f_.ops[gather].kind != ir::OpKind::AllGather) continue;
+    if (done_at_[sl] == kNever) {
+      waiting_gemm_[sl] = id;
+      return false;
+    }
+    double last = done_at_[sl] + duration_[id] / chunks_[gather];
+    if (now_ < last) {
+      push_event({last, c, ++state_[c].version});
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Executor::scatter_may_finish(uint32_t id) {
+  const Instance& inst = instances_[id];
+  if (chunks_[inst.op] == 0 || f_.ops[inst.op].kind != ir::OpKind::ReduceScatter) return true;
+  ValueId v = f_.operands(f_.ops[inst.op])[0];
+  for (uint32_t c : layouts_[inst.layout].components[inst.component].classes) {
+    uint32_t sl = slot(v, c);
+    if (sl == kNone || done_at_[sl] != kNever) continue;
+    waiting_scatter_[sl] = id;
+    instances_[id].moved = now_;
+    return false;
+  }
+  return true;
+}
+
+// The value of slot `sl` is complete on class c: a GEMM waiting for a
+// gather's last piece, or a scatter waiting for its GEMM, finishes after
+// that piece's share.
+void Executor::piece_done(uint32_t sl, uint32_t c) {
+  done_at_[sl] = now_;
+  if (OpId gemm = waiting_gemm_[sl]; gemm != kNone) {
+    waiting_gemm_[sl] = kNone;
+    ClassState& s = state_[c];
+    if (s.computing == gemm) push_event({now_, c, ++s.version});
+  }
+  if (uint32_t id = waiting_scatter_[sl]; id != kNone) {
+    waiting_scatter_[sl] = kNone;
+    const Instance& inst = instances_[id];
+    push_event({now_ + (inst.moved - inst.start) / chunks_[inst.op], id, kCommDone});
+  }
 }
 
 void Executor::arrive(uint32_t c, OpId id) {
@@ -614,6 +707,10 @@ void Executor::start_instance(OpId rv, uint32_t component) {
   const ir::Op& op = f_.ops[rv];
   for (uint32_t c : comp.classes) begin(c, op);
   for (uint32_t c : comp.receivers) begin(c, f_.ops[inst.partner]);
+  if (chunks_[rv] > 0 && op.kind == ir::OpKind::AllGather) {
+    for (uint32_t c : comp.classes)
+      if (uint32_t sl = slot(op.first_result, c); sl != kNone) ready_[sl] = 1;
+  }
   if (r.fixed_seconds >= 0) {
     inst.groups_left = 0;
     push_event({now_ + r.fixed_seconds, id, kCommDone});
@@ -652,6 +749,7 @@ void Executor::start_phase(uint32_t id, uint32_t g) {
 }
 
 void Executor::finish_instance(uint32_t id) {
+  if (!scatter_may_finish(id)) return;
   Instance& inst = instances_[id];
   const CommComponent& comp = layouts_[inst.layout].components[inst.component];
   auto end = [&](uint32_t c, OpId op_id) {
@@ -719,6 +817,7 @@ void Executor::finish_op(uint32_t c, uint8_t q, OpId id, double start) {
     uint32_t sl = slot(v, c);
     if (sl == kNone) continue;
     ready_[sl] = 1;
+    if (pipelined_with_[v] != kNone) piece_done(sl, c);
     if (uses_[sl] == 0) release(v, c);
   }
   for (ValueId v : f_.operands(op)) {
@@ -744,7 +843,7 @@ void Executor::run() {
     }
     while (!events_.empty()) {
       const Event& e = events_.front();
-      if (e.version == kCommDone || state_[e.id].version == e.version) break;
+      if (e.version == kCommDone || e.version == kEarlyReady || state_[e.id].version == e.version) break;
       std::pop_heap(events_.begin(), events_.end(), std::greater<>());
       events_.pop_back();
     }
@@ -759,8 +858,15 @@ void Executor::run() {
         finish_instance(e.id);
         continue;
       }
+      if (e.version == kEarlyReady) {
+        auto [sl, c] = early_ready_[e.id];
+        ready_[sl] = 1;
+        if (!queued_[c]) queued_[c] = 1, worklist_.push_back(c);
+        continue;
+      }
       ClassState& s = state_[e.id];
       if (s.version != e.version || s.computing == kNone) continue;
+      if (!gemm_may_finish(e.id, s.computing)) continue;
       account(e.id);
       OpId op = s.computing;
       s.computing = kNone;

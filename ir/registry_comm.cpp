@@ -147,14 +147,16 @@ void add_communication_ops(std::vector<OpInfo>& t) {
       },
       kColl));
   t.push_back(make_op(
-      OpKind::AllGather, 1, 1, 1, {int_attr("dim", 0), bool_attr("flat", false), list_attr("shape")}, all_gather_shape,
+      OpKind::AllGather, 1, 1, 1,
+      {int_attr("dim", 0), bool_attr("flat", false), list_attr("shape"), int_attr("chunks", 1)}, all_gather_shape,
       [](const OpContext& c, Results) {
         return OpCost{0, static_cast<double>(c.group_size - 1) * local_bytes(c)};
       },
       kColl));
   t.push_back(make_op(
       OpKind::ReduceScatter, 1, kVariadic, kPerOperand,
-      {int_attr("dim", 0), string_attr("op", "sum"), bool_attr("flat", false)}, reduce_scatter_shape,
+      {int_attr("dim", 0), string_attr("op", "sum"), bool_attr("flat", false), int_attr("chunks", 1)},
+      reduce_scatter_shape,
       [](const OpContext& c, Results) {
         return OpCost{ring_share(c) * grouped_numel(c), ring_share(c) * grouped_bytes(c)};
       },

@@ -246,6 +246,8 @@ class StrategyElaborator {
           run.master_weights = *v;
           master_weights_range_ = e.key_range;
         }
+      } else if (e.key == "tp_comm_overlap") {
+        if (std::optional<bool> v = eval_.eval_bool(*e.value, sc, e.key)) run.tp_comm_overlap = *v;
       } else if (e.key == "overlap_grad_reduce" && run.training) {
         if (std::optional<bool> v = eval_.eval_bool(*e.value, sc, e.key)) run.overlap_grad_reduce = *v;
       } else if (e.key == "grad_bucket" && run.training) {
@@ -259,7 +261,8 @@ class StrategyElaborator {
         diags_.error(
             diag::kBadConfig, e.key_range,
             fmt::format(
-                "unknown key '{}' in {} (keys: batch, {}precision, fp8)", e.key, run.training ? "train" : "inference",
+                "unknown key '{}' in {} (keys: batch, {}precision, fp8, tp_comm_overlap)", e.key,
+                run.training ? "train" : "inference",
                 run.training
                     ? "optimizer, accumulate, master_weights, grad_precision, overlap_grad_reduce, grad_bucket, "
                     : ""));

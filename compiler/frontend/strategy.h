@@ -58,6 +58,9 @@ struct RunConfig {
   int64_t accumulate = 1;  // gradient-accumulation steps per optimizer step
   Fp8Recipe fp8 = Fp8Recipe::None;
   SourceRange fp8_range;
+  // Tensor-parallel all-gathers and reduce-scatters pipelined with the
+  // GEMMs they feed or follow (Megatron-Core's --tp-comm-overlap).
+  bool tp_comm_overlap = false;
   SourceRange range;
 };
 

@@ -387,6 +387,7 @@ class LogicalGraphBuilder {
     spec.train.overlap_grad_reduce = run.overlap_grad_reduce;
     spec.train.grad_bucket = run.grad_bucket;
     spec.train.fp8 = run.fp8;
+    spec.train.tp_comm_overlap = run.tp_comm_overlap;
     spec.train.where = run.range;
   }
 

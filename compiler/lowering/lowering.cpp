@@ -10,6 +10,7 @@
 #include "compiler/ops/routing_load.h"
 #include "compiler/sbp/signature.h"
 #include "compiler/schedule/schedule_check.h"
+#include "ir/groups.h"
 
 namespace dstc::compiler {
 namespace {
@@ -754,7 +755,62 @@ ir::Module Lowering::run() {
   if (spec.train.training) {
     for (int32_t s = 0; s < resolved.num_stages; ++s) emit_optimizer(s);
   }
+  if (spec.train.tp_comm_overlap) pipeline_activation_collectives();
   return std::move(module_);
+}
+
+// Megatron-Core's --tp-comm-overlap (userbuffers): an activation's
+// all-gather whose every reader is a GEMM is exchanged in `chunks` pieces
+// that the GEMMs start on as they arrive, and a GEMM's partial sum read
+// only by a reduce-scatter is scattered piece by piece as the GEMM writes
+// it. Written as the collective's `chunks` (its group size); the
+// simulator pipelines them. Weights gathered by ZeRO-3 are not: FSDP
+// prefetches those whole.
+void Lowering::pipeline_activation_collectives() {
+  ir::Function& f = *function_;
+  std::vector<std::vector<ir::OpId>> readers(f.values.size());
+  for (ir::OpId id = 0; id < f.ops.size(); ++id)
+    for (ir::ValueId v : f.operands(f.ops[id])) readers[v].push_back(id);
+  auto from_parameter = [&](ir::ValueId v) {
+    while (true) {
+      ir::OpId def = f.values[v].def;
+      if (def == ir::kNone) {
+        for (const ir::Arg& a : f.args)
+          if (a.value == v) return a.kind != ir::ArgKind::Input;
+        return false;
+      }
+      const ir::Op& op = f.ops[def];
+      if (op.operand_count != 1 || ir::op_info(op.kind).is_communication()) return false;
+      v = f.operands(op)[0];
+    }
+  };
+  auto set_chunks = [&](ir::Op& op) {
+    const ir::OpInfo& info = ir::op_info(op.kind);
+    uint8_t slot = 0;
+    while (slot < info.attrs.size() && info.attrs[slot].name != "chunks") ++slot;
+    ir::Attr chunks;
+    chunks.slot = slot;
+    chunks.type = ir::AttrType::Int;
+    chunks.i = ir::group_size(module_, op);
+    if (chunks.i < 2) return;
+    std::vector<ir::Attr> attrs(f.attrs(op).begin(), f.attrs(op).end());
+    attrs.push_back(chunks);
+    op.attr_begin = static_cast<uint32_t>(f.attr_pool.size());
+    op.attr_count = static_cast<uint16_t>(attrs.size());
+    f.attr_pool.insert(f.attr_pool.end(), attrs.begin(), attrs.end());
+  };
+  auto is_gemm = [&](ir::OpId id) { return f.ops[id].kind == ir::OpKind::Einsum; };
+  for (ir::OpId id = 0; id < f.ops.size(); ++id) {
+    ir::Op& op = f.ops[id];
+    if (op.kind == ir::OpKind::AllGather) {
+      const std::vector<ir::OpId>& r = readers[op.first_result];
+      if (!r.empty() && std::all_of(r.begin(), r.end(), is_gemm) && !from_parameter(f.operands(op)[0])) set_chunks(op);
+    } else if (op.kind == ir::OpKind::ReduceScatter && op.operand_count == 1) {
+      ir::ValueId v = f.operands(op)[0];
+      ir::OpId def = f.values[v].def;
+      if (def != ir::kNone && is_gemm(def) && readers[v].size() == 1) set_chunks(op);
+    }
+  }
 }
 
 ir::Module lower_to_ir(const PlannedStrategy& plan, const SourceManager& sources) {

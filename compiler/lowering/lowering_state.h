@@ -256,6 +256,7 @@ class Lowering {
   std::vector<bool> fp8_ops_;                            // per op, under an FP8 recipe
   std::unordered_map<uint64_t, ir::ValueId> quantized_;  // (value << 8 | dtype) -> its quantization
   void mark_fp8_ops();
+  void pipeline_activation_collectives();
 
   MicroBatchTable forward_, recomputed_;                   // (tensor, mb) on its stage
   MicroBatchTable saved_inputs_;                           // (input_base_[op] + i, mb) as the op read it

@@ -72,6 +72,7 @@ struct TrainConfig {
   // Local gradient elements reduced together; unset: Megatron-Core's default.
   std::optional<int64_t> grad_bucket;
   Fp8Recipe fp8 = Fp8Recipe::None;  // the blocks' weight matmuls in FP8
+  bool tp_comm_overlap = false;     // activations' gathers and scatters pipelined with their GEMMs
   double learning_rate = 1e-3;
   SourceRange where;
 };

@@ -153,6 +153,30 @@ TEST(Lowering, SequenceParallelTurnsEachAllReduceIntoReduceScatterAndAllGather) 
   }
 }
 
+TEST(Lowering, TpCommOverlapPipelinesTheSequenceParallelCollectivesWithTheirGemms) {
+  // tp_comm_overlap (Megatron's --tp-comm-overlap): each forward all-gather
+  // of a norm's output feeds only GEMMs (q, k, v; fc1) and each forward
+  // reduce-scatter follows a GEMM (proj, fc2): all are written with
+  // chunks = tp for the simulator to pipeline; without the option, none.
+  const int layers = 2, tp = 4;
+  Gpt gpt = make_gpt(layers, 4, 16, 32, 8, 64);
+  StrategySpec spec = megatron(gpt, 1, tp, 4);
+  for (const Gpt::Block& b : gpt.blocks)
+    for (int32_t n : {b.ln1, b.res1, b.ln2, b.res2}) set_compute(spec, n, 1, S("s"));
+  auto chunked = [&](bool overlap, ir::OpKind kind) {
+    spec.train.tp_comm_overlap = overlap;
+    auto c = compile(gpt.graph, spec);
+    int n = 0;
+    for (const ir::Op* op : select(c->result->module, {kind, 1, ir::Phase::Forward}))
+      n += ir::AttrReader(c->result->module, c->f(), *op).integer("chunks") == tp;
+    return n;
+  };
+  EXPECT_EQ(chunked(true, ir::OpKind::AllGather), 2 * layers);
+  EXPECT_EQ(chunked(true, ir::OpKind::ReduceScatter), 2 * layers);
+  EXPECT_EQ(chunked(false, ir::OpKind::AllGather), 0);
+  EXPECT_EQ(chunked(false, ir::OpKind::ReduceScatter), 0);
+}
+
 TEST(Lowering, SequenceParallelKeepsTheShardOfWhatTheForwardGathered) {
   // Megatron keeps the layer norm's output as its 1/t shard between forward
   // and backward and gathers it again for the weight gradient: no backward
