@@ -110,7 +110,7 @@ void Lowering::backward_contraction(BackwardStep& s) {
         for (size_t i = 0; i < 2; ++i) {
           if (!s.wanted(i)) continue;
           Emit e = s.emit_at(i);
-          ir::ValueId g = quantized(e, s.g, ir::DType::F8E5M2, s.g_layout);
+          ir::ValueId g = ir::is_fp8(type_of(s.g).dtype) ? s.g : quantized(e, s.g, ir::DType::F8E5M2, s.g_layout);
           ir::ValueId a = i == 0 ? g : s.in(0), b = i == 0 ? s.in(1) : g;
           s.give(i, append(e, OpKind::Einsum, {a, b},
                            {AttrValue::string("spec", specs.grads[i]), AttrValue::string("dtype", dtype)},

@@ -579,6 +579,7 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
     ir::ValueId grad_output;
     if (input_grads) {
       Emit back{stage, mb, ir::Phase::InputGrad, ir::Stream::Feature, lop.where, lop.node};
+      if (fp8_op(op)) quantize_pending_grad(op, mb, back);
       ir::ValueId pending = flush_grads(lop.output, mb, dual_layout(sbp.layouts[lop.output]), std::nullopt, back);
       if (pending != ir::kNone) add_grad(grads_.at(lop.output, mb), pending, back);
       grad_output = grad_outputs_.at(op, mb) = grads_.get(lop.output, mb);
@@ -716,6 +717,27 @@ ir::ValueId Lowering::flush_grads(int32_t tensor, int32_t mb, const ir::Layout& 
     it = pending.erase(it);
   }
   return total;
+}
+
+// An FP8 GEMM's output gradient, where it arrives whole in one layout,
+// quantized to e5m2 there and moved in fp8 (a sequence-parallel gradient
+// all-gathered in e5m2, as Transformer Engine gathers it).
+void Lowering::quantize_pending_grad(int32_t op, int32_t mb, const Emit& at) {
+  int32_t t = graph.ops[op].output;
+  auto& pending = pending_grads_[mb];
+  auto it = pending.lower_bound({t, 0});
+  if (it == pending.end() || it->first.first != t || grads_.get(t, mb) != ir::kNone) return;
+  if (auto next = std::next(it); next != pending.end() && next->first.first == t) return;
+  const ir::Layout read = module_.layout(it->first.second);
+  if (std::any_of(read.begin(), read.end(), [](const ir::Sbp& s) {
+        return s.kind == ir::Sbp::PartialSum || s.kind == ir::Sbp::PartialMax || s.kind == ir::Sbp::Flat;
+      }))
+    return;
+  Emit local = at;
+  local.stream = ir::Stream::Compute;
+  ir::ValueId q = quantized(local, it->second, ir::DType::F8E5M2, read);
+  pending.erase(it);
+  add_grad(grads_.at(t, mb), box(at, q, read, dual_layout(sbp.layouts[t])), at);
 }
 
 ir::Module Lowering::run() {

@@ -257,6 +257,7 @@ class Lowering {
   std::unordered_map<uint64_t, ir::ValueId> quantized_;  // (value << 8 | dtype) -> its quantization
   void mark_fp8_ops();
   void pipeline_activation_collectives();
+  void quantize_pending_grad(int32_t op, int32_t mb, const Emit& at);
 
   MicroBatchTable forward_, recomputed_;                   // (tensor, mb) on its stage
   MicroBatchTable saved_inputs_;                           // (input_base_[op] + i, mb) as the op read it

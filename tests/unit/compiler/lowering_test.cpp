@@ -2,6 +2,8 @@
 // strategies must communicate.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "compiler/compile_strategy.h"
 #include "ir/printer.h"
 #include "ir/registry.h"
@@ -175,6 +177,33 @@ TEST(Lowering, TpCommOverlapPipelinesTheSequenceParallelCollectivesWithTheirGemm
   EXPECT_EQ(chunked(true, ir::OpKind::ReduceScatter), 2 * layers);
   EXPECT_EQ(chunked(false, ir::OpKind::AllGather), 0);
   EXPECT_EQ(chunked(false, ir::OpKind::ReduceScatter), 0);
+}
+
+TEST(Lowering, Fp8QuantizesSequenceParallelShardsBeforeGatheringThem) {
+  // Under sequence parallelism an FP8 GEMM's input shard is quantized to
+  // e4m3 and gathered in fp8, in the forward and again for the weight
+  // gradient, and its output gradient's shard is quantized to e5m2 and
+  // gathered in fp8, as Transformer Engine moves them: no tensor-parallel
+  // all-gather of the blocks moves bf16.
+  const int layers = 2, tp = 4;
+  Gpt gpt = make_gpt(layers, 4, 16, 128, 8, 64);
+  for (const Gpt::Block& b : gpt.blocks)
+    gpt.graph.nodes[gpt.graph.nodes[gpt.graph.nodes[b.q].parent].parent].repeated = true;
+  StrategySpec spec = megatron(gpt, 1, tp, 4);
+  spec.train.precision = ir::DType::BF16;
+  spec.train.fp8 = Fp8Recipe::Tensorwise;
+  for (const Gpt::Block& b : gpt.blocks)
+    for (int32_t n : {b.ln1, b.res1, b.ln2, b.res2}) set_compute(spec, n, 1, S("s"));
+  auto c = compile(gpt.graph, spec);
+  const ir::Module& m = c->result->module;
+  std::map<std::pair<ir::Phase, ir::DType>, int> gathers;
+  for (const ir::Op* op : select(m, {ir::OpKind::AllGather, 1}))
+    ++gathers[{op->phase, m.value_type(c->f(), op->first_result).dtype}];
+  EXPECT_EQ((gathers[{ir::Phase::Forward, ir::DType::F8E4M3}]), 2 * layers);
+  EXPECT_EQ((gathers[{ir::Phase::InputGrad, ir::DType::F8E5M2}]), 2 * layers);
+  EXPECT_EQ((gathers[{ir::Phase::InputGrad, ir::DType::F8E4M3}]), 2 * layers);
+  EXPECT_EQ((gathers[{ir::Phase::Forward, ir::DType::BF16}]), 0);
+  EXPECT_EQ((gathers[{ir::Phase::InputGrad, ir::DType::BF16}]), 0);
 }
 
 TEST(Lowering, SequenceParallelKeepsTheShardOfWhatTheForwardGathered) {
