@@ -12,7 +12,7 @@ struct KindClass {
 };
 
 // Kinds not listed are elementwise.
-constexpr std::array<KindClass, 35> kKindClasses = {{
+constexpr std::array<KindClass, 37> kKindClasses = {{
     {"matmul", OpClass::Matmul},
     {"batch_matmul", OpClass::Matmul},
     {"bmm", OpClass::Matmul},
@@ -46,6 +46,8 @@ constexpr std::array<KindClass, 35> kKindClasses = {{
     {"batchnorm", OpClass::Reduction},
     {"batchnorm_grad", OpClass::Reduction},
     {"cross_entropy_grad", OpClass::Reduction},
+    {"cross_entropy_parts", OpClass::Reduction},
+    {"cross_entropy_parts_grad", OpClass::Reduction},
     {"sum", OpClass::Reduction},
     {"adam", OpClass::Optimizer},
     {"sgd", OpClass::Optimizer},
@@ -65,9 +67,9 @@ OpClass classify_op(std::string_view kind) {
 OpEstimator::OpEstimator(const GpuSpec& gpu, const ProfileDatabase* profile, EfficiencyCurves curves)
     : gpu_(gpu), profile_(profile), curves_(curves) {}
 
-double OpEstimator::matmul_efficiency(int64_t smallest_dim) const {
-  return saturating(curves_.matmul_peak, static_cast<double>(std::max<int64_t>(smallest_dim, 1)),
-                    curves_.matmul_half_dim);
+double OpEstimator::matmul_efficiency(int64_t smallest_dim, ComputeDtype dtype) const {
+  return saturating(dtype == ComputeDtype::Fp8 ? curves_.matmul_peak_fp8 : curves_.matmul_peak,
+                    static_cast<double>(std::max<int64_t>(smallest_dim, 1)), curves_.matmul_half_dim);
 }
 
 double OpEstimator::memory_peak(OpClass op_class) const {
@@ -87,7 +89,7 @@ double OpEstimator::matmul_rate(ComputeDtype dtype, const std::vector<int64_t>& 
     if (std::optional<double> measured = profile_->matmul_rate(dtype, mnk)) return *measured;
   }
   int64_t smallest = mnk.empty() ? 1 : *std::min_element(mnk.begin(), mnk.end());
-  return gpu_.peak(dtype) * matmul_efficiency(smallest);
+  return gpu_.peak(dtype) * matmul_efficiency(smallest, dtype);
 }
 
 double OpEstimator::memory_rate(OpClass op_class, double bytes) const {

@@ -21,6 +21,10 @@ struct OpCostEstimate {
 // and reaching half of it at `half`.
 struct EfficiencyCurves {
   double matmul_peak = 0.80;     // of the tensor-core peak, large matmuls
+  // FP8 matmuls reach less of their (doubled) peak: `dstc calibrate` on an
+  // H100 and an H200 measured layer-sized fp8 GEMMs 0.90-0.92 as fast as
+  // 0.80 predicts where bf16 ran 0.99-1.01 (docs/accuracy.md, "Matmul rates").
+  double matmul_peak_fp8 = 0.73;
   double matmul_half_dim = 128;  // smallest of m, n, k at which half is reached
   double memory_peak = 0.85;     // of HBM bandwidth, large elementwise ops
   double reduction_peak = 0.70;  // of HBM bandwidth, reductions and norms
@@ -41,7 +45,7 @@ class OpEstimator {
   // The roofline, with the profile's fitted rate curves where it has them
   // but none of its per-op entries.
   OpCostEstimate roofline(const OpCostQuery& query) const;
-  double matmul_efficiency(int64_t smallest_dim) const;
+  double matmul_efficiency(int64_t smallest_dim, ComputeDtype dtype = ComputeDtype::Bf16) const;
   double memory_efficiency(OpClass op_class, double bytes) const;
   // The class's share of HBM bandwidth once large.
   double memory_peak(OpClass op_class) const;

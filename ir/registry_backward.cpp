@@ -91,6 +91,25 @@ bool cross_entropy_grad_shape(const OpContext& ctx, Types& out, std::string& err
   return true;
 }
 
+// (dloss, x, m, s, labels) -> dx on the class shard x: dloss times
+// (exp(x - m) / s - 1 at the label), s the all-shard sum of exp(x - m).
+bool cross_entropy_parts_grad_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& dloss = ctx.operands[0];
+  const TensorType& x = ctx.operands[1];
+  if (!require_rank(dloss, 0, "the loss gradient", error) || !require_float(x, "the logits", error) ||
+      !require_integer(ctx.operands[4], "the labels", error))
+    return false;
+  for (size_t i = 2; i < 5; ++i) {
+    const TensorType& rows = ctx.operands[i];
+    if (x.rank < 1 || rows.rank != x.rank - 1 ||
+        !std::equal(rows.dims.begin(), rows.dims.begin() + rows.rank, x.dims.begin()))
+      return fail(error, "operand {} ({}) must have the shape of logits {} without its last dimension", i + 1,
+                  str(rows), str(x));
+  }
+  out.push_back(x);
+  return true;
+}
+
 // (dout, q, k, v) -> dq, dk, dv.
 bool attention_grad_shape(const OpContext& ctx, Types& out, std::string& error) {
   const TensorType& dout = ctx.operands[0];
@@ -306,6 +325,10 @@ void add_backward_ops(std::vector<OpInfo>& t) {
   t.push_back(make_op(OpKind::EmbeddingGrad, 2, 2, 1,
                       {required("vocab", AttrType::Int), int_attr("offset", 0), int_attr("offset_axis", -1)},
                       embedding_grad_shape, [](const OpContext& c, Results r) { return per_input(c, r, 1); }));
+  t.push_back(make_op(OpKind::CrossEntropyPartsGrad, 5, 5, 1, {}, cross_entropy_parts_grad_shape,
+                      [](const OpContext& c, Results r) {
+                        return OpCost{4.0 * static_cast<double>(c.operands[1].numel()), traffic(c, r)};
+                      }));
   t.push_back(make_op(OpKind::CrossEntropyGrad, 3, 3, 1, {string_attr("reduction", "mean")}, cross_entropy_grad_shape,
                       [](const OpContext& c, Results r) {
                         return OpCost{4.0 * static_cast<double>(c.operands[1].numel()), traffic(c, r)};

@@ -227,6 +227,36 @@ bool cross_entropy_shape(const OpContext& ctx, Types& out, std::string& error) {
   return true;
 }
 
+// The vocabulary-parallel cross-entropy (Megatron-LM's
+// vocab_parallel_cross_entropy, torchtitan's loss_parallel) on a shard of
+// the classes: x[..., c] holds classes [offset, offset + c) of the logits
+// (the offset from x's layout), m[...] is the rows' maximum over all
+// classes. cross_entropy_parts gives s = sum over the shard of exp(x - m)
+// and p = x[label] - m where the label is in the shard, else 0: both add up
+// over the shards. cross_entropy_total(s, p) is then the summed loss,
+// sum of log(s) - p.
+bool cross_entropy_parts_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& x = ctx.operands[0];
+  const TensorType& m = ctx.operands[1];
+  const TensorType& labels = ctx.operands[2];
+  if (!require_float(x, "the logits", error) || !require_integer(labels, "the labels", error)) return false;
+  TensorType rows(DType::F32, std::span<const int64_t>(x.dims.data(), x.rank > 0 ? x.rank - 1 : 0));
+  if (x.rank < 1 || !(TensorType(DType::F32, labels.shape()) == rows) || !(TensorType(DType::F32, m.shape()) == rows))
+    return fail(error, "labels {} and maxima {} must have the shape of logits {} without its last dimension",
+                str(labels), str(m), str(x));
+  out.push_back(rows);
+  out.push_back(rows);
+  return true;
+}
+
+bool cross_entropy_total_shape(const OpContext& ctx, Types& out, std::string& error) {
+  if (!(ctx.operands[0].shape().size() == ctx.operands[1].shape().size() &&
+        std::equal(ctx.operands[0].shape().begin(), ctx.operands[0].shape().end(), ctx.operands[1].shape().begin())))
+    return fail(error, "s {} and p {} differ in shape", str(ctx.operands[0]), str(ctx.operands[1]));
+  out.push_back(TensorType(DType::F32, std::span<const int64_t>{}));
+  return true;
+}
+
 bool rope_shape(const OpContext& ctx, Types& out, std::string& error) {
   const TensorType& x = ctx.operands[0];
   if (!require_float(x, "x", error)) return false;
@@ -621,6 +651,12 @@ void add_forward_ops(std::vector<OpInfo>& t) {
                       [](const OpContext& c, Results r) {
                         return OpCost{5.0 * static_cast<double>(c.operands[0].numel()), traffic(c, r)};
                       }));
+  t.push_back(
+      make_op(OpKind::CrossEntropyParts, 3, 3, 2, {}, cross_entropy_parts_shape, [](const OpContext& c, Results r) {
+        return OpCost{3.0 * static_cast<double>(c.operands[0].numel()), traffic(c, r)};
+      }));
+  t.push_back(make_op(OpKind::CrossEntropyTotal, 2, 2, 1, {}, cross_entropy_total_shape,
+                      [](const OpContext& c, Results r) { return elementwise_cost(c, r, 3); }));
   t.push_back(make_op(OpKind::Attention, 3, 3, 1, {bool_attr("causal", false), float_attr("scale", 0)}, attention_shape,
                       attention_cost));
   t.push_back(make_op(OpKind::Conv2d, 2, 2, 1, {list_attr("stride"), list_attr("padding"), int_attr("groups", 1)},

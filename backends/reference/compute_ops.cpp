@@ -68,6 +68,16 @@ DevicePlacement result_placement(const DeviceContext& ctx, std::span<const int64
   return place_on_device(ctx.module, value.devices, layout, shape, ctx.rank);
 }
 
+// Where operand i (of `shape` on this device) sits in its logical tensor.
+DevicePlacement operand_placement(const DeviceContext& ctx, size_t i, std::span<const int64_t> shape) {
+  const ir::Value& value = ctx.function.values[ctx.function.operands(ctx.op)[i]];
+  ir::Layout layout = value.layout != ir::kNoLayout ? ctx.module.layout(value.layout) : ir::Layout{};
+  return place_on_device(ctx.module, value.devices, layout, shape, ctx.rank);
+}
+
+// The first class of a shard of logits: its offset along the last dim.
+int64_t first_class(const DevicePlacement& where) { return where.offset.empty() ? 0 : where.offset.back(); }
+
 // The key position of q's first row: q is the last rows of the logical
 // sequence (its length is the keys' t), and a shard of q (the sequence split
 // over a mesh axis, k and v gathered) starts at its offset in it.
@@ -135,6 +145,11 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
       if (!kernels::cross_entropy(x(0), x(1), attrs.string("reduction") == "mean", y))
         return "a label is outside the logits' classes";
       return {};
+    case OpKind::CrossEntropyParts:
+      kernels::cross_entropy_parts(x(0), x(1), x(2), first_class(operand_placement(ctx, 0, x(0).shape)), out[0],
+                                   out[1]);
+      return {};
+    case OpKind::CrossEntropyTotal: kernels::cross_entropy_total(x(0), x(1), y); return {};
     case OpKind::Attention:
       kernels::attention(x(0), x(1), x(2), attrs.boolean("causal"), first_query(ctx, x(0), x(1)), attrs.real("scale"),
                          y);
@@ -180,6 +195,9 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
     case OpKind::CrossEntropyGrad:
       if (!kernels::cross_entropy_grad(x(0), x(1), x(2), attrs.string("reduction") == "mean", y))
         return "a label is outside the logits' classes";
+      return {};
+    case OpKind::CrossEntropyPartsGrad:
+      kernels::cross_entropy_parts_grad(x(0), x(1), x(2), x(3), x(4), first_class(result_placement(ctx, y.shape)), y);
       return {};
     case OpKind::AttentionGrad:
       kernels::attention_grad(x(0), x(1), x(2), x(3), attrs.boolean("causal"), first_query(ctx, x(1), x(2)),

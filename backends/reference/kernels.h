@@ -45,6 +45,12 @@ bool dropout_keep(uint64_t seed, uint64_t logical_index, double p);
 void embedding(const HostTensor& table, const HostTensor& ids, int64_t first_row, HostTensor& out);
 // false when a label is outside [0, classes).
 bool cross_entropy(const HostTensor& logits, const HostTensor& labels, bool mean, HostTensor& out);
+// The vocabulary-parallel loss on a shard x of the classes starting at
+// class `offset` (docs/ir.md): s = sum of exp(x - m), p = x[label] - m
+// where the label is in the shard (else 0); the total is sum of log s - p.
+void cross_entropy_parts(const HostTensor& x, const HostTensor& m, const HostTensor& labels, int64_t offset,
+                         HostTensor& s, HostTensor& p);
+void cross_entropy_total(const HostTensor& s, const HostTensor& p, HostTensor& out);
 // Causal: q's row i sees the keys up to first_query + i (t − s when q is
 // the last rows of the sequence; a q shard's start when the sequence is
 // split and k, v gathered, as context parallelism does).
@@ -93,6 +99,8 @@ void dropout_grad(const HostTensor& dy, const HostTensor& mask, double p, HostTe
 void embedding_grad(const HostTensor& dy, const HostTensor& ids, int64_t first_row, HostTensor& out);
 bool cross_entropy_grad(const HostTensor& dloss, const HostTensor& logits, const HostTensor& labels, bool mean,
                         HostTensor& out);
+void cross_entropy_parts_grad(const HostTensor& dloss, const HostTensor& x, const HostTensor& m, const HostTensor& s,
+                              const HostTensor& labels, int64_t offset, HostTensor& out);
 void attention_grad(const HostTensor& dout, const HostTensor& q, const HostTensor& k, const HostTensor& v, bool causal,
                     int64_t first_query, double scale, HostTensor& dq, HostTensor& dk, HostTensor& dv);
 

@@ -157,6 +157,18 @@ bool cross_entropy_grad(const HostTensor& dloss, const HostTensor& logits, const
   return true;
 }
 
+void cross_entropy_parts_grad(const HostTensor& dloss, const HostTensor& x, const HostTensor& m, const HostTensor& s,
+                              const HostTensor& labels, int64_t offset, HostTensor& out) {
+  const int64_t c = x.dim(x.rank() - 1), rows = labels.numel();
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* row = x.data.data() + r * c;
+    double* o = out.data.data() + r * c;
+    const double mx = m.data[static_cast<size_t>(r)], z = s.data[static_cast<size_t>(r)];
+    const int64_t label = static_cast<int64_t>(labels.data[static_cast<size_t>(r)]) - offset;
+    for (int64_t j = 0; j < c; ++j) o[j] = dloss.data[0] * (std::exp(row[j] - mx) / z - (j == label ? 1.0 : 0.0));
+  }
+}
+
 void attention_grad(const HostTensor& dout, const HostTensor& q, const HostTensor& k, const HostTensor& v, bool causal,
                     int64_t first_query, double scale, HostTensor& dq, HostTensor& dk, HostTensor& dv) {
   const int64_t bh = q.dim(0) * q.dim(1), s = q.dim(2), d = q.dim(3), t = k.dim(2), e = v.dim(3);

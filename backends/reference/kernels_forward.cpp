@@ -270,6 +270,26 @@ bool cross_entropy(const HostTensor& logits, const HostTensor& labels, bool mean
   return true;
 }
 
+void cross_entropy_parts(const HostTensor& x, const HostTensor& m, const HostTensor& labels, int64_t offset,
+                         HostTensor& s, HostTensor& p) {
+  const int64_t c = x.dim(x.rank() - 1), rows = labels.numel();
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* row = x.data.data() + r * c;
+    const double mx = m.data[static_cast<size_t>(r)];
+    double z = 0;
+    for (int64_t j = 0; j < c; ++j) z += std::exp(row[j] - mx);
+    const int64_t label = static_cast<int64_t>(labels.data[static_cast<size_t>(r)]) - offset;
+    s.data[static_cast<size_t>(r)] = z;
+    p.data[static_cast<size_t>(r)] = label >= 0 && label < c ? row[label] - mx : 0;
+  }
+}
+
+void cross_entropy_total(const HostTensor& s, const HostTensor& p, HostTensor& out) {
+  double total = 0;
+  for (size_t r = 0; r < s.data.size(); ++r) total += std::log(s.data[r]) - p.data[r];
+  out.data[0] = total;
+}
+
 void rope(const HostTensor& x, int dim, double base, bool inverse, int64_t first_position, HostTensor& out) {
   const int rank = x.rank();
   const int64_t d = x.dim(rank - 1), half = d / 2;

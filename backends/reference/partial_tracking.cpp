@@ -138,6 +138,9 @@ uint32_t reduced_split_axes(const ir::Module& module, const ir::Function& f, con
     }
     case OpKind::EmbeddingGrad: return split(1, [](int) { return true; });
     case OpKind::CrossEntropy: return split(0, [&](int) { return true; });
+    // A shard's parts add up over the classes; the total over the rows.
+    case OpKind::CrossEntropyParts: return split(0, [&](int d) { return d == rank_of(0) - 1; });
+    case OpKind::CrossEntropyTotal: return split(0, [&](int) { return true; });
     case OpKind::LayerNormWeightGrad: return split(1, [&](int d) { return d < rank_of(1) - 1; });
     case OpKind::Conv2dWeightGrad: return split(0, [](int d) { return d == 0; });
     case OpKind::BatchNormGrad: return result == 0 ? 0 : split(1, [](int d) { return d != 1; });

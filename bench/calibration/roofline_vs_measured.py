@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """How far the cost model's default roofline (docs/cost-model.md: e_mm =
-0.80 d / (d + 128) of the data-sheet peak, d the smallest of m, n, k;
+0.80 d / (d + 128) of the data-sheet peak, 0.73 for fp8, d the smallest of m, n, k;
 e_mem = 0.85 b / (b + 256 KiB) of HBM; plus the launch gap) is from the
 matmuls a profile measured. Usage: roofline_vs_measured.py PROFILE CLUSTER.
 Prints, per dtype and shape class, the median and the spread of
@@ -13,7 +13,7 @@ import tomllib
 def roofline_seconds(op, gpu):
     peak = gpu["peak_flops"].get(op["dtype"], gpu["peak_flops"]["fp32"])
     d = min(op["shape"])
-    compute = op["flops"] / (peak * 0.80 * d / (d + 128))
+    compute = op["flops"] / (peak * (0.73 if op["dtype"] == "fp8" else 0.80) * d / (d + 128))
     memory = op["bytes"] / (gpu["hbm_bandwidth"] * 0.85 * op["bytes"] / (op["bytes"] + 256 * 1024))
     return max(compute, memory) + gpu["launch_overhead"]
 

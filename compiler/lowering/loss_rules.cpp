@@ -1,9 +1,27 @@
 // Losses: summed, then scaled by the global number of labels; gradients
 // scaled alike.
 // One family's rules; autodiff.cpp picks the family from the op table.
+#include <array>
+
 #include "compiler/lowering/lowering_helpers.h"
 
 namespace dstc::compiler {
+
+Lowering::VocabShards Lowering::vocab_shards(int32_t op) const {
+  VocabShards v;
+  const ir::Layout& x = input_layout(op, 0);
+  const int last = static_cast<int>(graph.tensors[graph.ops[op].inputs[0].tensor].dims.size()) - 1;
+  v.rows = v.maxima = v.sums = x;
+  for (size_t a = 0; a < x.size(); ++a) {
+    if (x[a].kind != ir::Sbp::Split || x[a].dim != last) continue;
+    v.split = true;
+    v.axes.push_back(a);
+    v.rows[a] = kBroadcast;
+    v.maxima[a] = {ir::Sbp::PartialMax, 0};
+    v.sums[a] = kPartial;
+  }
+  return v;
+}
 
 ir::ValueId Lowering::forward_loss(const ForwardStep& f) {
   using ir::AttrValue;
@@ -30,6 +48,24 @@ ir::ValueId Lowering::forward_loss(const ForwardStep& f) {
       if (type_of(logits).dtype != ir::DType::F32) {
         logits = append(f.at, OpKind::Cast, {logits}, {AttrValue::string("dtype", "f32")}, input_layout(f.op, 0));
         save_extras(f.op, f.at.micro_batch, {logits});
+      }
+      if (VocabShards v = vocab_shards(f.op); v.split) {
+        // Megatron-LM's vocab_parallel_cross_entropy: each shard's row
+        // maxima, all-reduced (max); each shard's sum of exp(x - max) and
+        // its label's logit, all-reduced (sum) together; the loss from
+        // those. The logits are never gathered.
+        Emit boxing = f.at;
+        boxing.stream = ir::Stream::Feature;
+        const std::array<int64_t, 1> last{type_of(logits).rank - 1};
+        ir::ValueId local = append(f.at, OpKind::ReduceMax, {logits}, {AttrValue::ints("dims", last)}, v.maxima);
+        ir::ValueId max = box(boxing, local, v.maxima, v.rows);
+        std::vector<ir::ValueId> parts = append_multi(
+            f.at, OpKind::CrossEntropyParts, std::vector{logits, max, f.in[1]}, {}, std::vector{v.sums, v.sums});
+        std::vector<ir::ValueId> whole = box_group(boxing, parts, v.sums, v.rows);
+        save_extras(f.op, f.at.micro_batch, {logits, max, whole[0]});
+        ir::ValueId sum = append(f.at, OpKind::CrossEntropyTotal, {whole[0], whole[1]}, {}, f.out);
+        return append(f.at, OpKind::Scale, {sum}, {AttrValue::real("factor", 1.0 / loss_normalizer(graph, f.lop))},
+                      f.out);
       }
       ir::ValueId sum =
           append(f.at, OpKind::CrossEntropy, {logits, f.in[1]}, {AttrValue::string("reduction", "sum")}, f.out);
@@ -70,9 +106,24 @@ void Lowering::backward_loss(BackwardStep& s) {
             append(e, OpKind::Scale, {s.g}, {AttrValue::real("factor", 1.0 / loss_normalizer(graph, s.lop))},
                    dual_layout(output_layout(s.op)));
         ir::DType precision = type_of(s.in(0)).dtype;
-        ir::ValueId logits = precision == ir::DType::F32 ? s.in(0) : saved_extras(s.op, s.at.micro_batch).front();
-        ir::ValueId grad = append(e, OpKind::CrossEntropyGrad, {scaled, logits, s.in(1)},
-                                  {AttrValue::string("reduction", "sum")}, s.grad_layout_of(0));
+        ir::ValueId grad;
+        if (VocabShards v = vocab_shards(s.op); v.split) {
+          // Every shard needs the whole incoming gradient (the loss's is
+          // partial where the loss is replicated).
+          const std::vector<ir::ValueId>& saved = saved_extras(s.op, s.at.micro_batch);
+          ir::ValueId logits = saved[saved.size() - 3], max = saved[saved.size() - 2], sums = saved.back();
+          ir::Layout whole = dual_layout(output_layout(s.op));
+          for (size_t a : v.axes) whole[a] = kBroadcast;
+          Emit boxing = e;
+          boxing.stream = ir::Stream::Feature;
+          scaled = box(boxing, scaled, dual_layout(output_layout(s.op)), whole);
+          grad =
+              append(e, OpKind::CrossEntropyPartsGrad, {scaled, logits, max, sums, s.in(1)}, {}, s.grad_layout_of(0));
+        } else {
+          ir::ValueId logits = precision == ir::DType::F32 ? s.in(0) : saved_extras(s.op, s.at.micro_batch).front();
+          grad = append(e, OpKind::CrossEntropyGrad, {scaled, logits, s.in(1)}, {AttrValue::string("reduction", "sum")},
+                        s.grad_layout_of(0));
+        }
         if (precision != ir::DType::F32) {
           grad = append(e, OpKind::Cast, {grad}, {AttrValue::string("dtype", ir::dtype_name(precision))},
                         s.grad_layout_of(0));

@@ -107,6 +107,16 @@ class Lowering {
   // An FP8 op's input `v` (laid out `from`) in e4m3, laid out `to`.
   ir::ValueId fp8_input(const Emit& at, ir::ValueId v, const ir::Layout& from, const ir::Layout& to, bool reuse);
 
+  // A cross-entropy whose logits are split on their class dim (the
+  // vocabulary-parallel loss): the axes that split it, and the layouts of
+  // its rows whole there, of partial maxima and of partial sums.
+  struct VocabShards {
+    bool split = false;
+    std::vector<size_t> axes;
+    ir::Layout rows, maxima, sums;
+  };
+  VocabShards vocab_shards(int32_t op) const;
+
   // An einsum op's spec strings, built once per logical op: its forward, and
   // the backward that gives each input's gradient.
   struct EinsumSpecs {

@@ -100,7 +100,7 @@ struct SplitRule {
     RefuseLastDim,  // not its first input's last dim
     RefuseWindow,   // not the two dims it slides a window over
     RefuseKernelAndWindow,
-    KeepClassDim,       // cross-entropy: the logits' class dim stays whole
+    VocabParallelClasses,  // cross-entropy: a split class dim is the vocabulary-parallel loss
     ReshapeGroups,      // only the outermost dim of a group it merges or splits
     BatchAndHeadsOnly,  // attention: its first two dims
     ToPartialMax,       // by name; a split reduced dim leaves a partial maximum
@@ -119,7 +119,7 @@ inline constexpr SplitRule kNormalizesOverLastDim{SplitRule::RefuseLastDim, "nor
 inline constexpr SplitRule kRotatesLastDim{SplitRule::RefuseLastDim, "rotates pairs of"};
 inline constexpr SplitRule kSlidesWindow{SplitRule::RefuseWindow, "slides its window over"};
 inline constexpr SplitRule kSlidesKernelWindow{SplitRule::RefuseKernelAndWindow, "slides its window over"};
-inline constexpr SplitRule kKeepsClassDimWhole{SplitRule::KeepClassDim, {}};
+inline constexpr SplitRule kVocabParallelClasses{SplitRule::VocabParallelClasses, {}};
 inline constexpr SplitRule kReshapeSplit{SplitRule::ReshapeGroups, {}};
 inline constexpr SplitRule kSplitsBatchAndHeads{SplitRule::BatchAndHeadsOnly, {}};
 inline constexpr SplitRule kSplitToPartialMax{SplitRule::ToPartialMax, {}};

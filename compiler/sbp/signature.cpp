@@ -188,10 +188,15 @@ std::optional<AxisSignature> signature_for(const LogicalGraph& graph, const Logi
       }
       r = split_unless(op, dim, {2, 3}, refusal, why_not);
       break;
-    case ops::SplitRule::KeepClassDim:
+    case ops::SplitRule::VocabParallelClasses:
+      // The class dim split: the vocabulary-parallel loss (Megatron-LM's
+      // vocab_parallel_cross_entropy), whose maxima and sums are
+      // all-reduced inside the op, so every shard holds the whole loss.
       if (axis_of(x, dim) == last) {
-        why_not = fmt::format("{} needs all of the class dim '{}' on each device", name, dim);
-        return std::nullopt;
+        r.emplace();
+        r->inputs = {split(last), kBroadcast};
+        r->output = kBroadcast;
+        break;
       }
       r = split_by_name(op, dim);
       break;

@@ -129,6 +129,31 @@ TEST(Lowering, MegatronWithOneTensorRankHasNoTensorCollectives) {
   }
 }
 
+TEST(Lowering, AVocabularyParallelHeadFeedsTheLossWithoutGatheringTheLogits) {
+  // The head split on the vocabulary (Megatron's column-parallel output
+  // layer): the loss runs on each shard (vocab_parallel_cross_entropy),
+  // all-reducing per-token maxima (op max) and the sums and label logits
+  // (one grouped all-reduce) in the forward and the loss's scalar gradient
+  // in the backward; no all-gather moves the logits.
+  const int64_t batch = 4, seq = 16, vocab = 64;
+  Gpt gpt = make_gpt(1, batch, seq, 32, 8, vocab);
+  StrategySpec spec = megatron(gpt, 1, 4, batch);
+  set_compute(spec, gpt.graph.nodes[0].children[gpt.graph.nodes[0].children.size() - 2], 1, S("v"));
+  auto c = compile(gpt.graph, spec);
+  const ir::Module& m = c->result->module;
+  EXPECT_EQ(select(m, {ir::OpKind::CrossEntropyParts}).size(), 1u);
+  EXPECT_EQ(select(m, {ir::OpKind::CrossEntropyPartsGrad}).size(), 1u);
+  EXPECT_TRUE(select(m, {ir::OpKind::CrossEntropy}).empty());
+  EXPECT_TRUE(select(m, {ir::OpKind::AllGather, 1}).empty());
+  int max = 0, sums = 0;
+  for (const ir::Op* op : select(m, {ir::OpKind::AllReduce, 1, ir::Phase::Forward})) {
+    if (ir::AttrReader(m, c->f(), *op).string("op") == "max") ++max;
+    if (op->operand_count == 2) ++sums;
+  }
+  EXPECT_EQ(max, 1);
+  EXPECT_EQ(sums, 1);
+}
+
 TEST(Lowering, SequenceParallelTurnsEachAllReduceIntoReduceScatterAndAllGather) {
   const int layers = 2, tp = 4;
   const int64_t batch = 4, seq = 16, hidden = 32;

@@ -35,6 +35,7 @@ TEST(OpEstimator, EfficiencyCurves) {
   OpEstimator est(a100());
   EXPECT_DOUBLE_EQ(est.matmul_efficiency(128), 0.40);
   EXPECT_DOUBLE_EQ(est.matmul_efficiency(4096), 0.80 * 4096 / 4224);
+  EXPECT_DOUBLE_EQ(est.matmul_efficiency(4096, ComputeDtype::Fp8), 0.73 * 4096 / 4224);
   EXPECT_DOUBLE_EQ(est.memory_efficiency(OpClass::Elementwise, 256 * 1024), 0.425);
   EXPECT_DOUBLE_EQ(est.memory_efficiency(OpClass::Reduction, 256 * 1024), 0.35);
   EXPECT_DOUBLE_EQ(est.memory_efficiency(OpClass::Optimizer, 256 * 1024), 0.39);

@@ -3,6 +3,7 @@
 // nesting convention says.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -67,6 +68,46 @@ TEST(Kernels, QuantizeScalesEachBlockToTheFormatsRange) {
   EXPECT_DOUBLE_EQ(whole.data[0], 1.125 / 112);
   EXPECT_EQ(whole.data[2], 0);
   EXPECT_EQ(whole.data[3], -4);
+}
+
+// The vocabulary-parallel loss: the logits cut into two class shards, each
+// shard's parts (against the rows' whole maxima) summed, give the whole
+// cross-entropy and, shard by shard, its gradient.
+TEST(Kernels, VocabParallelCrossEntropyPartsAddUpToTheWholeLossAndGradient) {
+  const int64_t rows = 3, classes = 6, half = 3;
+  HostTensor x = random_tensor({rows, classes}, 5);
+  HostTensor labels(ir::DType::I32, std::vector<int64_t>{rows});
+  labels.data = {0, 4, 2};
+  HostTensor whole(ir::DType::F64, std::vector<int64_t>{});
+  ASSERT_TRUE(kernels::cross_entropy(x, labels, false, whole));
+  HostTensor dloss(ir::DType::F64, std::vector<int64_t>{});
+  dloss.data = {0.7};
+  HostTensor dwhole(ir::DType::F64, std::vector<int64_t>{rows, classes});
+  ASSERT_TRUE(kernels::cross_entropy_grad(dloss, x, labels, false, dwhole));
+  HostTensor m(ir::DType::F64, std::vector<int64_t>{rows});
+  for (int64_t r = 0; r < rows; ++r)
+    m.data[r] = *std::max_element(x.data.begin() + r * classes, x.data.begin() + (r + 1) * classes);
+  HostTensor s(ir::DType::F64, std::vector<int64_t>{rows}), p(ir::DType::F64, std::vector<int64_t>{rows});
+  std::vector<HostTensor> shards;
+  for (int64_t k = 0; k < 2; ++k) {
+    HostTensor shard(ir::DType::F64, std::vector<int64_t>{rows, half});
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < half; ++c) shard.data[r * half + c] = x.data[r * classes + k * half + c];
+    HostTensor ps(ir::DType::F64, std::vector<int64_t>{rows}), pp(ir::DType::F64, std::vector<int64_t>{rows});
+    kernels::cross_entropy_parts(shard, m, labels, k * half, ps, pp);
+    for (int64_t r = 0; r < rows; ++r) s.data[r] += ps.data[r], p.data[r] += pp.data[r];
+    shards.push_back(shard);
+  }
+  HostTensor total(ir::DType::F64, std::vector<int64_t>{});
+  kernels::cross_entropy_total(s, p, total);
+  EXPECT_NEAR(total.data[0], whole.data[0], 1e-12);
+  for (int64_t k = 0; k < 2; ++k) {
+    HostTensor dshard(ir::DType::F64, std::vector<int64_t>{rows, half});
+    kernels::cross_entropy_parts_grad(dloss, shards[k], m, s, labels, k * half, dshard);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < half; ++c)
+        EXPECT_NEAR(dshard.data[r * half + c], dwhole.data[r * classes + k * half + c], 1e-12) << r << "," << c;
+  }
 }
 
 TEST(Kernels, ActivationSoftmaxLayerNormGradientsAreDerivatives) {
