@@ -1,5 +1,7 @@
 #include "compiler/driver/verify_programs.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "backends/reference/verify.h"
@@ -15,6 +17,39 @@ reference::ProgramWork VerifyPrograms::single_work() const {
 reference::ProgramWork VerifyPrograms::strategy_work() const {
   return reference::estimate_work(compiled.module, *compiled.module.find_function("train_step"));
 }
+
+namespace {
+
+// Blockwise FP8 scales each 128 elements of a row: a shard whose rows
+// are split into pieces not a multiple of 128 scales other blocks than one
+// device does, so the two steps round differently by construction.
+bool blocks_kept_whole(const ir::Module& module, const frontend::Strategy& strategy, DiagnosticEngine& diags) {
+  const ir::Function& f = module.functions.front();
+  for (const ir::Op& op : f.ops) {
+    if (op.kind != ir::OpKind::Quantize) continue;
+    const ir::Value& x = f.values[f.operands(op)[0]];
+    const ir::TensorType& t = module.value_type(f, f.operands(op)[0]);
+    if (x.layout == ir::kNoLayout || t.rank == 0) continue;
+    const ir::Layout& layout = module.layout(x.layout);
+    const int64_t row = t.dim(t.rank - 1);
+    bool split = std::any_of(layout.begin(), layout.end(),
+                             [&](const ir::Sbp& s) { return s.kind == ir::Sbp::Split && s.dim == t.rank - 1; });
+    if (!split || row % 128 == 0) continue;
+    std::string_view scope = op.loc != ir::kNoLoc ? module.str(module.loc(op.loc).scope) : std::string_view{};
+    diags
+        .error(diag::kVerifyFp8Blocks, strategy.run.fp8_range,
+               fmt::format("blockwise FP8 scales every 128 elements of a row, but {} quantizes rows of {} elements "
+                           "on each device: its blocks are not the single device's, so the steps round differently",
+                           scope.empty() ? std::string_view{"a GEMM"} : scope, row))
+        .note(strategy.run.range,
+              "scale the model so that each shard's rows are multiples of 128 (-D), or verify "
+              "the strategy without fp8");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 std::optional<VerifyPrograms> compile_verify_programs(const StrategyRequest& request, SourceManager& sources,
                                                       DiagnosticEngine& diags, bool& internal) {
@@ -44,6 +79,8 @@ std::optional<VerifyPrograms> compile_verify_programs(const StrategyRequest& req
   if (!distributed || !single) return std::nullopt;
   auto compiled = compiler::compile_strategy(*distributed, sources, diags);
   if (!compiled) return std::nullopt;
+  if (strategy.run.fp8 == compiler::Fp8Recipe::Blockwise && !blocks_kept_whole(compiled->module, strategy, diags))
+    return std::nullopt;
   // Batch norm normalises each micro-batch by its own statistics, so with
   // one the reference must cut the batch as the strategy does.
   const int32_t reference_micro_batches =

@@ -105,16 +105,35 @@ void Lowering::backward_contraction(BackwardStep& s) {
         break;
       }
       if (fp8_op(s.op)) {
-        // The gradient in e5m2 (its range), against the forward's e4m3 inputs.
+        // The gradient in e5m2 (its range), against the forward's e4m3
+        // inputs. A partial gradient (the op replicated on an axis) is
+        // summed first, since each part's rounding is not the sum's; the
+        // GEMMs then compute whole values, partialized back to the layouts
+        // their gradients are expected in.
         const std::string dtype(ir::dtype_name(compute_dtype(s.lop.output)));
+        ir::Layout whole = s.g_layout;
+        std::vector<size_t> summed;
+        for (size_t a = 0; a < whole.size(); ++a) {
+          if (whole[a].kind != ir::Sbp::PartialSum) continue;
+          whole[a] = kBroadcast;
+          summed.push_back(a);
+        }
         for (size_t i = 0; i < 2; ++i) {
           if (!s.wanted(i)) continue;
           Emit e = s.emit_at(i);
-          ir::ValueId g = ir::is_fp8(type_of(s.g).dtype) ? s.g : quantized(e, s.g, ir::DType::F8E5M2, s.g_layout);
+          Emit boxing = e;
+          boxing.stream = ir::Stream::Feature;
+          ir::ValueId g = s.g;
+          if (!ir::is_fp8(type_of(g).dtype))
+            g = quantized(e, box(boxing, g, s.g_layout, whole), ir::DType::F8E5M2, whole);
           ir::ValueId a = i == 0 ? g : s.in(0), b = i == 0 ? s.in(1) : g;
-          s.give(i, append(e, OpKind::Einsum, {a, b},
-                           {AttrValue::string("spec", specs.grads[i]), AttrValue::string("dtype", dtype)},
-                           s.grad_layout_of(i)));
+          ir::Layout expected = s.grad_layout_of(i), computed = expected;
+          for (size_t axis : summed)
+            if (computed[axis].kind == ir::Sbp::PartialSum) computed[axis] = kBroadcast;
+          ir::ValueId grad =
+              append(e, OpKind::Einsum, {a, b},
+                     {AttrValue::string("spec", specs.grads[i]), AttrValue::string("dtype", dtype)}, computed);
+          s.give(i, box(boxing, grad, computed, expected));
         }
         break;
       }

@@ -483,8 +483,10 @@ ir::ValueId Lowering::op_input(const Emit& at, int32_t op, size_t i, bool recomp
   if (fp8_op(op)) {
     if (graph.tensors[t].kind == TensorKind::Param)
       return fp8_input(at, param_value(t, at), param_layout(t), input_layout(op, i), false);
-    return fp8_input(at, input_value(t, at.micro_batch, at.stage, recompute), sbp.layouts[t], input_layout(op, i),
-                     true);
+    ir::ValueId stored = input_value(t, at.micro_batch, at.stage, recompute);
+    ir::ValueId read = fp8_input(at, stored, sbp.layouts[t], input_layout(op, i), true);
+    if (read != stored) function_->values[read].fill = slots_fill(t, input_layout(op, i));
+    return read;
   }
   if (graph.tensors[t].kind != TensorKind::Param) {
     ir::ValueId stored = input_value(t, at.micro_batch, at.stage, recompute);
@@ -824,6 +826,9 @@ void Lowering::pipeline_activation_collectives() {
   auto is_gemm = [&](ir::OpId id) { return f.ops[id].kind == ir::OpKind::Einsum; };
   for (ir::OpId id = 0; id < f.ops.size(); ++id) {
     ir::Op& op = f.ops[id];
+    // Activations' exchanges only: gradient reductions (ZeRO's
+    // reduce-scatters) run on the grad stream and are bucketed instead.
+    if (op.stream != ir::Stream::Feature) continue;
     if (op.kind == ir::OpKind::AllGather) {
       const std::vector<ir::OpId>& r = readers[op.first_result];
       if (!r.empty() && std::all_of(r.begin(), r.end(), is_gemm) && !from_parameter(f.operands(op)[0])) set_chunks(op);
