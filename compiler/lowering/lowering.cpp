@@ -311,7 +311,9 @@ std::vector<int64_t> Lowering::block_dims(ir::ValueId flat, const ir::Layout& la
   return dims;
 }
 
-ir::ValueId Lowering::box(const Emit& at, ir::ValueId value, const ir::Layout& from, const ir::Layout& to, bool reuse) {
+// The layouts are copies: callers pass layouts of the module's table, which
+// interning new ones may move.
+ir::ValueId Lowering::box(const Emit& at, ir::ValueId value, const ir::Layout from, const ir::Layout to, bool reuse) {
   if (from == to) return value;
   bool cacheable = reuse && function_->values[value].def != ir::kNone;  // parameters are re-gathered at each use
   uint64_t key = (static_cast<uint64_t>(value) << 32) | module_.intern_layout(to);
@@ -328,8 +330,8 @@ ir::ValueId Lowering::box(const Emit& at, ir::ValueId value, const ir::Layout& f
   return v;
 }
 
-std::vector<ir::ValueId> Lowering::box_group(const Emit& at, std::vector<ir::ValueId> values, const ir::Layout& from,
-                                             const ir::Layout& to) {
+std::vector<ir::ValueId> Lowering::box_group(const Emit& at, std::vector<ir::ValueId> values, const ir::Layout from,
+                                             const ir::Layout to) {
   ir::Layout current = from;
   for (const AxisTransfer& step : plan_boxing(from, to)) {
     if (spec.mesh.axes()[step.axis].size == 1) continue;
@@ -705,7 +707,7 @@ ir::ValueId Lowering::flush_grads(int32_t tensor, int32_t mb, const ir::Layout& 
   auto& pending = pending_grads_[mb];
   auto it = pending.lower_bound({tensor, 0});
   while (it != pending.end() && it->first.first == tensor) {
-    const ir::Layout& read = module_.layout(it->first.second);
+    const ir::Layout read = module_.layout(it->first.second);
     ir::ValueId g = it->second;
     Emit local = at;
     local.stream = ir::Stream::Compute;

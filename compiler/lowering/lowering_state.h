@@ -73,14 +73,13 @@ class Lowering {
                                         std::span<const ir::AttrValue> attrs, std::span<const ir::Layout> layouts);
   // `value` (laid out `from`) in layout `to`, through the boxing plan; with
   // `reuse`, a value boxed to the same layout before is not boxed again.
-  ir::ValueId box(const Emit& at, ir::ValueId value, const ir::Layout& from, const ir::Layout& to, bool reuse = true);
+  ir::ValueId box(const Emit& at, ir::ValueId value, ir::Layout from, ir::Layout to, bool reuse = true);
   // A binary op's second operand `b`, expanded to the first's (`a`) shape
   // where the dims it lacks are not leading (the IR broadcasts over those).
   ir::ValueId broadcast_operand(const Emit& at, int32_t op, size_t i, ir::ValueId full, ir::ValueId v);
   // Boxes values of one layout together: each reduction step is one
   // grouped collective over all of them (a gradient bucket).
-  std::vector<ir::ValueId> box_group(const Emit& at, std::vector<ir::ValueId> values, const ir::Layout& from,
-                                     const ir::Layout& to);
+  std::vector<ir::ValueId> box_group(const Emit& at, std::vector<ir::ValueId> values, ir::Layout from, ir::Layout to);
   // One step of a boxing plan on `values` (laid out `current`, updated).
   std::vector<ir::ValueId> emit_boxing_step(const Emit& at, const AxisTransfer& step,
                                             std::span<const ir::ValueId> values, ir::Layout& current);
