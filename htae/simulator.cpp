@@ -778,8 +778,8 @@ void Executor::classify_values() {
     // other results are what their phase computes.
     const ir::OpInfo& info = ir::op_info(op.kind);
     bool moves = op.operand_count == 1 &&
-                 (info.is_communication() || op.kind == ir::OpKind::Cast || op.kind == ir::OpKind::Shard ||
-                  op.kind == ir::OpKind::Unshard || op.kind == ir::OpKind::Partialize);
+                 (info.is_communication() || op.kind == ir::OpKind::Cast || op.kind == ir::OpKind::Quantize ||
+                  op.kind == ir::OpKind::Shard || op.kind == ir::OpKind::Unshard || op.kind == ir::OpKind::Partialize);
     bool forward = op.phase == ir::Phase::Forward || op.phase == ir::Phase::Recompute;
     MemoryKind by_phase = forward                             ? MemoryKind::Activations
                           : op.phase == ir::Phase::WeightGrad ? MemoryKind::Gradients

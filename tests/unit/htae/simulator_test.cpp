@@ -296,6 +296,26 @@ func @f {
   EXPECT_EQ(run.report->peak_memory_bytes[0], (8 + 16 + 16 + 16 + 32) * 1024);
 }
 
+// A weight's FP8 copy is held as a weight, an activation's as an
+// activation (quantize moves what its operand is, as cast does).
+TEST(Simulator, QuantizedCopiesCountAsWhatTheyCopy) {
+  Outcome run = simulate_text(R"(mesh world[d=1]
+func @f {
+  input %x on world : bf16[64, 64]
+  param %w on world : bf16[64, 64]
+  %wq = quantize(%w) {dtype = "f8e4m3"} on world <phase=forward> : f8e4m3[64, 64]
+  %xq = quantize(%x) {dtype = "f8e4m3"} on world <phase=forward> : f8e4m3[64, 64]
+  %y = einsum(%xq, %wq) {spec = "ab,cb->ac", dtype = "bf16"} on world <phase=forward> : bf16[64, 64]
+  return %y
+}
+)",
+                              test_cluster(1, 1));
+  ASSERT_TRUE(run.report) << run.errors;
+  const MemoryBreakdown& held = run.report->memory_at_peak;
+  EXPECT_EQ(held[static_cast<size_t>(MemoryKind::Weights)], 8 * 1024 + 4 * 1024);
+  EXPECT_EQ(held[static_cast<size_t>(MemoryKind::Activations)], 8 * 1024 + 4 * 1024 + 8 * 1024);
+}
+
 // ZeRO-3 style: three sharded weights (8 KiB each on a device) gathered
 // (16 KiB, 0.8192 us over the 10 GB/s switch) on the feature stream, each
 // read by one 1 ms matmul. The shards exist from the start, so without a
