@@ -14,6 +14,8 @@ packages=(
   libtomlplusplus-dev libboost-graph-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev
+  # dstc run's ranks as processes: the MPI library and mpirun.
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

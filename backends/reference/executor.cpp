@@ -60,6 +60,34 @@ std::vector<int64_t> logical_shape(const ir::Module& module, const ir::Function&
       .logical_shape;
 }
 
+std::optional<HostTensor> logical_argument(const ir::Module& m, const ir::Function& f, const ir::Arg& arg,
+                                           const ArgumentSource& arguments, Arithmetic arithmetic, std::string& error) {
+  const ir::TensorType& type = m.value_type(f, arg.value);
+  ArgumentRequest request{m.value_name(f, arg.value),     arg.kind, type.dtype,
+                          logical_shape(m, f, arg.value), arg.data, std::string(m.str(arg.data.data))};
+  if (arg.data.data == 0) request.data_name = request.name;
+  std::optional<HostTensor> logical = arguments(request, error);
+  if (!logical) return std::nullopt;
+  if (logical->shape != request.logical_shape) {
+    error = fmt::format("argument %{} was given a tensor of shape [{}], expected [{}]", request.name,
+                        fmt::join(logical->shape, ", "), fmt::join(request.logical_shape, ", "));
+    return std::nullopt;
+  }
+  round_to_storage(*logical, arithmetic);
+  return logical;
+}
+
+HostTensor local_argument(const ir::Module& m, const ir::Function& f, ir::ValueId arg, const HostTensor& logical,
+                          ir::Rank r) {
+  const ir::Value& value = f.values[arg];
+  const ir::TensorType& type = m.type(value.type);
+  ir::Layout layout = value.layout != ir::kNoLayout ? m.layout(value.layout) : ir::Layout{};
+  DevicePlacement where = place_on_device(m, value.devices, layout, type.shape(), r, flat_logical_shape(m, value));
+  HostTensor local = local_part(logical, where, type.shape());
+  local.dtype = type.dtype;
+  return local;
+}
+
 // One run of the executor over a function.
 class ExecutorRun {
  public:
@@ -91,28 +119,12 @@ class ExecutorRun {
   }
 
   bool bind_argument(const ir::Arg& arg, const ArgumentSource& arguments) {
-    const ir::Value& value = f_.values[arg.value];
-    const ir::TensorType& type = m_.type(value.type);
-    ArgumentRequest request{m_.value_name(f_, arg.value),     arg.kind, type.dtype,
-                            logical_shape(m_, f_, arg.value), arg.data, std::string(m_.str(arg.data.data))};
-    if (arg.data.data == 0) request.data_name = request.name;
     std::string error;
-    std::optional<HostTensor> logical = arguments(request, error);
+    std::optional<HostTensor> logical = logical_argument(m_, f_, arg, arguments, options_.arithmetic, error);
     if (!logical) return stop(ExecutionProblem::Argument, ir::kNone, arg.value, error);
-    if (logical->shape != request.logical_shape)
-      return stop(ExecutionProblem::Argument, ir::kNone, arg.value,
-                  fmt::format("argument %{} was given a tensor of shape [{}], expected [{}]", request.name,
-                              fmt::join(logical->shape, ", "), fmt::join(request.logical_shape, ", ")));
-    round_to_storage(*logical, options_.arithmetic);
-    ir::Layout layout = value.layout != ir::kNoLayout ? m_.layout(value.layout) : ir::Layout{};
-    std::span<const ir::Rank> members = m_.members(value.devices);
     e_.locals_[arg.value].clear();
-    for (ir::Rank r : members) {
-      DevicePlacement where =
-          place_on_device(m_, value.devices, layout, type.shape(), r, flat_logical_shape(m_, value));
-      e_.locals_[arg.value].push_back(local_part(*logical, where, type.shape()));
-      e_.locals_[arg.value].back().dtype = type.dtype;
-    }
+    for (ir::Rank r : m_.members(f_.values[arg.value].devices))
+      e_.locals_[arg.value].push_back(local_argument(m_, f_, arg.value, *logical, r));
     e_.computed_[arg.value] = 1;
     e_.partial_[arg.value] = declared_partial(m_, f_, arg.value);
     return true;

@@ -87,6 +87,14 @@ class Execution {
 Execution execute(const ir::Module& module, const ir::Function& function, const ArgumentSource& arguments,
                   const ExecutorOptions& options = {});
 
+// An argument's logical value from `arguments`, checked against its shape
+// and rounded to `arithmetic`; nullopt with `error` set.
+std::optional<HostTensor> logical_argument(const ir::Module& module, const ir::Function& function, const ir::Arg& arg,
+                                           const ArgumentSource& arguments, Arithmetic arithmetic, std::string& error);
+// The part of an argument's logical value that rank r holds, per its layout.
+HostTensor local_argument(const ir::Module& module, const ir::Function& function, ir::ValueId arg,
+                          const HostTensor& logical, ir::Rank r);
+
 // The logical shape of a value: its local shape with split dims multiplied
 // by the extent of their mesh axes.
 std::vector<int64_t> logical_shape(const ir::Module& module, const ir::Function& f, ir::ValueId v);

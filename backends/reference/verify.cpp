@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "backends/reference/argument_values.h"
+#include "backends/reference/returned_values.h"
 #include "ir/printer.h"
 #include "ir/registry.h"
 #include "ir/replica_names.h"
@@ -34,35 +35,12 @@ struct Catalog {
   }
 };
 
-// Follows single-operand ops (boxing, casts) back from v to an optimizer
-// op's result or an argument.
-struct Source {
-  const ir::Op* optimizer = nullptr;
-  int result = 0;
-  ir::ValueId arg = ir::kNone;
-  std::optional<ir::DType> cast;  // the last cast on the way: a lower-precision copy
-};
-
-Source trace(const ir::Module& m, const ir::Function& f, ir::ValueId v) {
-  std::optional<ir::DType> cast;
-  while (true) {
-    const ir::Value& value = f.values[v];
-    if (value.def == ir::kNone) return {nullptr, 0, v, cast};
-    const ir::Op& op = f.ops[value.def];
-    if (ir::op_info(op.kind).category == ir::OpCategory::Optimizer)
-      return {&op, static_cast<int>(v - op.first_result), ir::kNone, cast};
-    if (op.operand_count != 1) return {};
-    if (op.kind == ir::OpKind::Cast && !cast) cast = m.value_type(f, v).dtype;
-    v = f.operands(op)[0];
-  }
-}
-
 Catalog catalog(const ir::Module& m, const ir::Function& f) {
   Catalog c;
   c.function = &f;
   // The parameter an optimizer op updates (through its master copy).
   auto param_of = [&](const ir::Op& opt) {
-    Source s = trace(m, f, f.operands(opt)[0]);
+    ValueSource s = trace_source(m, f, f.operands(opt)[0]);
     std::string name =
         ir::logical_name(s.arg != ir::kNone ? m.value_name(f, s.arg) : m.value_name(f, f.operands(opt)[0]));
     std::string master_of = ir::master_of(name);
@@ -72,7 +50,7 @@ Catalog catalog(const ir::Module& m, const ir::Function& f) {
     if (ir::op_info(op.kind).category == ir::OpCategory::Optimizer)
       c.tensors.emplace_back("gradient of " + param_of(op), f.operands(op)[1]);
   for (ir::ValueId r : f.returns) {
-    Source s = trace(m, f, r);
+    ValueSource s = trace_source(m, f, r);
     if (!s.optimizer) {
       c.losses.push_back(r);
       continue;

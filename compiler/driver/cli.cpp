@@ -17,11 +17,6 @@
 
 namespace dstc {
 
-int report_unavailable(CommandContext& ctx, std::string_view command, std::string_view what) {
-  ctx.err << fmt::format("dstc {}: not available in this version of dstc: {} has not been built yet\n", command, what);
-  return kExitInternal;
-}
-
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, const CliEnvironment& env) {
   CLI::App app{"dstc: compile, simulate, verify and run distributed training strategies", "dstc"};
   app.set_version_flag("--version", "dstc " DSTC_VERSION);

@@ -52,8 +52,4 @@ CLI::Validator non_empty_path();
 // .dstrat file's `on "clusters/dgx-a100.toml"` is.
 CLI::Validator found_in_stdlib();
 
-// For a subcommand whose implementing issue has not landed in this build:
-// says so plainly and exits with kExitInternal.
-int report_unavailable(CommandContext& ctx, std::string_view command, std::string_view what);
-
 }  // namespace dstc

@@ -29,6 +29,8 @@ const std::vector<Rule>& rules() {
       // Calibration writes the simulator's profile database.
       {"backends/calibration/", {"backends/calibration/", "backends/cuda/", "htae/", "ir/"}},
       {"backends/cuda/", {"backends/cuda/", "backends/calibration/", "htae/", "ir/"}},
+      // The runtime computes with the reference executor's kernels.
+      {"backends/runtime/", {"backends/runtime/", "backends/reference/", "ir/"}},
       {"compiler/ops/", {"compiler/ops/", "ir/"}},
       {"compiler/frontend/",
        {"compiler/frontend/", "compiler/ops/", "compiler/schedule/", "compiler/strategy/training_choices.h", "ir/"}},

@@ -1,0 +1,62 @@
+// The per-rank executor: runs one rank's projected program (ir/projection.h)
+// of a training step, its ops in program order, compute ops on the CPU
+// device's kernels (the reference executor's, backends/reference/kernels.h)
+// and communication through a Communicator. Each value is freed after its
+// last use on the rank; after a step, the updated weights and optimizer
+// states become the next step's arguments, so steps train.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "backends/reference/arithmetic.h"
+#include "backends/reference/executor.h"
+#include "backends/runtime/communicator.h"
+#include "ir/module.h"
+#include "ir/projection.h"
+
+namespace dstc::runtime {
+
+class RankExecutor {
+ public:
+  RankExecutor(const ir::Module& module, const ir::Function& function, ir::Rank rank, Communicator& comm,
+               reference::Arithmetic arithmetic);
+
+  // This rank's part of every argument it holds; a failure aborts the run.
+  void bind(const reference::ArgumentSource& arguments);
+  // One step (after the first: on the previous step's updates).
+  void step();
+
+  ir::Rank rank() const { return program_.rank; }
+  const ir::Module& module() const { return module_; }
+  const ir::Function& function() const { return function_; }
+  // A returned value this rank holds after the last step, or nullptr.
+  const reference::HostTensor* returned(ir::ValueId v) const;
+  // This rank's share of the step's loss: the sum over ranks is the loss.
+  double loss_share() const;
+  // The most bytes the rank's values held at once, counted in their IR
+  // dtypes (what a device would hold), over the steps run.
+  int64_t peak_bytes() const { return peak_bytes_; }
+
+ private:
+  void run_op(const ir::RankOp& rank_op);
+  void store(ir::ValueId v, reference::HostTensor t);
+  void release(ir::ValueId v);
+  reference::HostTensor take(ir::ValueId v);  // moved out and released
+  const reference::HostTensor& operand(ir::ValueId v, const ir::Op& op);
+
+  const ir::Module& module_;
+  const ir::Function& function_;
+  Communicator& comm_;
+  reference::Arithmetic arithmetic_;
+  ir::RankProgram program_;
+  int32_t micro_batches_ = 1;
+  std::vector<ir::ValueId> next_arguments_;  // per return (reference/returned_values.h)
+  std::vector<size_t> last_use_;             // per value: index in program_.ops of its last reader
+  std::vector<uint8_t> kept_;                // arguments and returns: never freed in a step
+  std::vector<std::optional<reference::HostTensor>> values_;
+  bool stepped_ = false;
+  int64_t live_bytes_ = 0, peak_bytes_ = 0;
+};
+
+}  // namespace dstc::runtime

@@ -1,0 +1,83 @@
+#include "backends/runtime/training_run.h"
+
+#include <chrono>
+#include <exception>
+#include <thread>
+
+#include "backends/reference/argument_values.h"
+#include "backends/runtime/thread_communicator.h"
+
+namespace dstc::runtime {
+
+namespace {
+
+std::vector<ir::Rank> everyone(int32_t size) {
+  std::vector<ir::Rank> ranks(static_cast<size_t>(size));
+  for (int32_t r = 0; r < size; ++r) ranks[static_cast<size_t>(r)] = r;
+  return ranks;
+}
+
+}  // namespace
+
+TrainingRunReport run_training(const ir::Module& module, const ir::Function& function, Communicator& comm,
+                               const TrainingRunOptions& options,
+                               const std::function<void(const StepFigures&)>& on_step) {
+  const std::vector<ir::Rank> world = everyone(comm.size());
+  reference::ArgumentSource arguments = reference::make_argument_source(options.seed);
+  RankExecutor executor(module, function, comm.rank(), comm, options.arithmetic);
+  executor.bind(arguments);
+  TrainingRunReport report;
+  for (int32_t s = 0; s < options.warmup + options.steps; ++s) {
+    comm.barrier();
+    auto start = std::chrono::steady_clock::now();
+    executor.step();
+    comm.barrier();
+    std::vector<double> figures{std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+    comm.all_reduce(figures, world, ReduceOp::Max);
+    std::vector<double> loss{executor.loss_share()};
+    comm.all_reduce(loss, world, ReduceOp::Sum);
+    StepFigures step{s + 1, s < options.warmup, loss[0], figures[0]};
+    report.steps.push_back(step);
+    if (comm.rank() == 0 && on_step) on_step(step);
+    if (s == 0 && options.check) {
+      reference::ExecutorOptions reference_options;
+      reference_options.arithmetic = options.arithmetic;
+      reference_options.check_layouts = options.check_layouts;
+      report.check = check_against_reference(executor, comm, arguments, reference_options, options.tolerance);
+    }
+  }
+  std::vector<double> peak(static_cast<size_t>(comm.size()));
+  comm.all_gather(std::vector<double>{static_cast<double>(executor.peak_bytes())}, peak, world);
+  for (double b : peak) report.peak_bytes.push_back(static_cast<int64_t>(b));
+  return report;
+}
+
+TrainingRunReport run_training_in_threads(const ir::Module& module, const ir::Function& function,
+                                          const TrainingRunOptions& options,
+                                          const std::function<void(const StepFigures&)>& on_step,
+                                          std::optional<std::string>& failure) {
+  const int32_t size = module.mesh().size();
+  ThreadWorld world(size);
+  TrainingRunReport report;
+  std::vector<std::thread> threads;
+  for (ir::Rank r = 0; r < size; ++r)
+    threads.emplace_back([&, r] {
+      ThreadCommunicator comm(world, r);
+      try {
+        TrainingRunReport mine = run_training(module, function, comm, options, on_step);
+        if (r == 0) report = std::move(mine);
+      } catch (const PeerFailed&) {
+        // world.failure() says which rank failed and why.
+      } catch (const std::exception& e) {
+        try {
+          comm.abort(e.what());
+        } catch (const PeerFailed&) {
+        }
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  failure = world.failure();
+  return report;
+}
+
+}  // namespace dstc::runtime

@@ -1,0 +1,219 @@
+// dstc run FILE: executes a strategy's training steps for real, one rank
+// per device of its mesh, on the CPU device (docs/run.md). Under mpirun
+// each process is a rank and talks over MPI; started by itself, dstc run
+// runs the ranks as threads. --check compares the first step on every rank
+// with the reference executor, which `dstc verify` proves equal to the
+// single-device model.
+#include <algorithm>
+#include <cstdlib>
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "backends/reference/verify.h"
+#include "backends/runtime/launch.h"
+#include "backends/runtime/mpi_communicator.h"
+#include "backends/runtime/training_run.h"
+#include "compiler/compile_strategy.h"
+#include "compiler/driver/cli.h"
+#include "compiler/driver/command.h"
+#include "compiler/driver/human_units.h"
+#include "compiler/pipeline/load_strategy.h"
+#include "ir/groups.h"
+#include "ir/registry.h"
+#include "ir/source/diagnostic_kinds.h"
+#include "ir/verifier.h"
+
+namespace dstc {
+namespace {
+
+struct RunOptions {
+  StrategyRequest request;
+  std::string device = "cpu";
+  int32_t ranks = 0;  // 0: as many as the strategy's mesh has devices
+  runtime::TrainingRunOptions training;
+  std::string arithmetic = "f32";
+  double tolerance = 0;  // 0: reference::default_tolerance
+};
+
+// Every partition of the ranks into groups that a collective op of `f`
+// uses, and the whole world, in program order: the communicators an MPI
+// run makes before its first step.
+std::vector<std::vector<std::vector<ir::Rank>>> program_groups(const ir::Module& m, const ir::Function& f) {
+  std::vector<std::vector<ir::Rank>> world(1);
+  for (ir::Rank r = 0; r < m.mesh().size(); ++r) world[0].push_back(r);
+  std::vector<std::vector<std::vector<ir::Rank>>> partitions{world};
+  for (const ir::Op& op : f.ops) {
+    if (ir::op_info(op.kind).category != ir::OpCategory::Collective) continue;
+    std::vector<std::vector<ir::Rank>> groups = ir::groups_of(m, op);
+    if (std::find(partitions.begin(), partitions.end(), groups) == partitions.end())
+      partitions.push_back(std::move(groups));
+  }
+  return partitions;
+}
+
+// A step's time: CPU steps of small models take milliseconds.
+std::string step_time(double seconds) {
+  return seconds < 1 ? fmt::format("{:.3g} ms", seconds * 1e3) : fmt::format("{:.3g} s", seconds);
+}
+
+void print_step(std::ostream& out, const runtime::StepFigures& s) {
+  out << fmt::format("step {}{:<10} loss {:.9g}  {}\n", s.step, s.warmup ? " (warm-up)" : "", s.loss,
+                     step_time(s.seconds));
+  out.flush();
+}
+
+void print_report(std::ostream& out, const runtime::TrainingRunReport& report) {
+  std::vector<double> timed;
+  for (const runtime::StepFigures& s : report.steps)
+    if (!s.warmup) timed.push_back(s.seconds);
+  if (!timed.empty()) {
+    std::sort(timed.begin(), timed.end());
+    out << fmt::format("step time: median {} over {} step{} (min {}, max {})\n", step_time(timed[timed.size() / 2]),
+                       timed.size(), timed.size() == 1 ? "" : "s", step_time(timed.front()), step_time(timed.back()));
+  }
+  if (!report.peak_bytes.empty()) {
+    auto most = std::max_element(report.peak_bytes.begin(), report.peak_bytes.end());
+    auto least = std::min_element(report.peak_bytes.begin(), report.peak_bytes.end());
+    if (*most == *least)
+      out << fmt::format("peak memory: {} on every rank (values in their dtypes)\n",
+                         human_bytes(static_cast<double>(*most)));
+    else
+      out << fmt::format("peak memory: {} on rank {}, the least {} on rank {} (values in their dtypes)\n",
+                         human_bytes(static_cast<double>(*most)), most - report.peak_bytes.begin(),
+                         human_bytes(static_cast<double>(*least)), least - report.peak_bytes.begin());
+  }
+  if (const auto& c = report.check) {
+    if (c->passed && c->worst_error == 0)
+      out << fmt::format(
+          "check: PASS: step 1 on every rank equals the reference executor ({} tensors, every value "
+          "the same)\n",
+          c->compared);
+    else if (c->passed)
+      out << fmt::format(
+          "check: PASS: step 1 on every rank equals the reference executor ({} tensors; worst error {:.3g}, {} on "
+          "rank {}; tolerance {:.3g})\n",
+          c->compared, c->worst_error, c->worst_tensor, c->worst_rank, c->tolerance);
+    else
+      out << fmt::format("check: FAIL: {}\n", c->failure);
+  }
+}
+
+int run_strategy(CommandContext& ctx, RunOptions& o) {
+  std::string launch_error;
+  std::optional<runtime::LaunchEnvironment> launch = runtime::detect_launch(std::getenv, launch_error);
+  if (!launch) {
+    ctx.err << fmt::format("dstc run: error: the launcher's environment is incomplete: {}\n", launch_error);
+    return kExitInputErrors;
+  }
+  const bool speaks = launch->rank == 0;  // only rank 0 prints
+  if (o.device != "cpu") {
+    if (speaks)
+      ctx.err << "dstc run: error: --device cuda: the CUDA executor is not in this build yet (docs/run.md); "
+                 "--device cpu runs the strategy's ranks on CPUs\n";
+    return kExitInternal;
+  }
+  if (launch->launcher == runtime::Launcher::Torchrun) {
+    if (speaks)
+      ctx.err << "dstc run: error: the CPU device's ranks talk over MPI: start them with mpirun -np N, or let dstc "
+                 "run start them itself\n";
+    return kExitInputErrors;
+  }
+  SourceManager sources;
+  DiagnosticEngine diags(sources);
+  auto finish = [&](int code) {
+    if (speaks) diags.render(ctx.err, ctx.color);
+    return code;
+  };
+  std::optional<LoadedStrategy> loaded = load_strategy(o.request, sources, diags);
+  if (!loaded) return finish(kExitInputErrors);
+  const frontend::Strategy& strategy = loaded->strategy->strategy;
+  if (!strategy.run.training) {
+    diags.error(diag::kRunInference, strategy.run.range,
+                fmt::format("{} is an inference strategy; dstc run executes training steps", strategy.name));
+    return finish(kExitInputErrors);
+  }
+  const int64_t needed = strategy.devices();
+  const int64_t given = launch->launcher == runtime::Launcher::Mpirun ? launch->world_size
+                        : o.ranks > 0                                 ? o.ranks
+                                                                      : needed;
+  if (given != needed) {
+    diags
+        .error(diag::kRunRankCount, strategy.range,
+               fmt::format("{} runs on {} devices, one rank each; this run has {} rank{}", strategy.name, needed, given,
+                           given == 1 ? "" : "s"))
+        .note(launch->launcher == runtime::Launcher::Mpirun
+                  ? fmt::format("start it with mpirun -np {}", needed)
+                  : fmt::format("leave out --ranks, and dstc run starts {} ranks itself", needed));
+    return finish(kExitInputErrors);
+  }
+  auto program = compiler::build_logical_program(strategy, diags);
+  if (!program) return finish(kExitInputErrors);
+  auto compiled = compiler::compile_strategy(*program, sources, diags);
+  if (!compiled) return finish(kExitInputErrors);
+  const ir::Function* step = compiled->module.find_function("train_step");
+  if (!step || !ir::verify_module(compiled->module, diags)) {
+    if (speaks) ctx.err << "dstc: internal error: the compiler produced IR that does not verify\n";
+    return finish(kExitInternal);
+  }
+  o.training.arithmetic = *reference::parse_arithmetic(o.arithmetic);
+  o.training.tolerance = o.tolerance > 0 ? o.tolerance : reference::default_tolerance(o.training.arithmetic);
+  if (speaks)
+    ctx.out << fmt::format("{}: {} ranks ({}), cpu device, {} arithmetic, seed {}\n", strategy.name, needed,
+                           launch->launcher == runtime::Launcher::Mpirun ? "mpirun processes" : "threads of dstc run",
+                           o.arithmetic, o.training.seed);
+  auto on_step = [&](const runtime::StepFigures& s) { print_step(ctx.out, s); };
+  runtime::TrainingRunReport report;
+  if (launch->launcher == runtime::Launcher::Mpirun) {
+    runtime::MpiSession session;
+    runtime::MpiCommunicator comm;
+    for (const auto& partition : program_groups(compiled->module, *step)) comm.define_groups(partition);
+    report = runtime::run_training(compiled->module, *step, comm, o.training, on_step);
+  } else {
+    std::optional<std::string> failure;
+    report = runtime::run_training_in_threads(compiled->module, *step, o.training, on_step, failure);
+    if (failure) {
+      ctx.err << fmt::format("dstc run: error: {}\n", *failure);
+      return kExitInputErrors;
+    }
+  }
+  if (!speaks) return kExitSuccess;
+  print_report(ctx.out, report);
+  return report.check && !report.check->passed ? kExitInputErrors : kExitSuccess;
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& root) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* sub = root.add_subcommand("run", "Execute a strategy's training steps, one rank per device");
+  sub->add_option("file", o->request.file, "The .dstrat file")->required();
+  sub->add_option("--strategy", o->request.strategy, "The strategy to run (default: the file's only one)");
+  sub->add_option("-D", o->request.defines, "Set a model or strategy parameter: -D name=value")
+      ->allow_extra_args(false);
+  sub->add_option("--device", o->device, "Where each rank computes: cpu (cuda: not in this build yet)")
+      ->transform(one_of({"cpu", "cuda"}))
+      ->capture_default_str();
+  sub->add_option("--ranks", o->ranks,
+                  "Ranks to start when not launched by mpirun (default: one per device of the strategy's mesh)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--steps", o->training.steps, "Timed training steps")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub->add_option("--warmup", o->training.warmup, "Steps run before the timed ones")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub->add_option("--seed", o->training.seed, "Seed of the random weights and batch (as dstc verify's)")
+      ->capture_default_str();
+  sub->add_option("--arithmetic", o->arithmetic,
+                  "Precision of every float value: f32, f64, or native (each value's own dtype)")
+      ->transform(one_of({"f32", "f64", "native"}))
+      ->capture_default_str();
+  sub->add_flag("--check", o->training.check,
+                "Compare the first step on every rank with the reference executor (what dstc verify checks)");
+  sub->add_option("--tol", o->tolerance, "Largest accepted error of --check (default as dstc verify's)")
+      ->check(CLI::PositiveNumber);
+  return {sub, [o](CommandContext& ctx) { return run_strategy(ctx, *o); }};
+}
+
+}  // namespace dstc

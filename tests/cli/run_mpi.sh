@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# dstc run under mpirun (OpenMPI): ranks as processes match the reference
+# executor; a run with the wrong number of ranks, or under a launcher the
+# CPU device cannot talk through, is refused before any rank starts; a rank
+# that dies ends the whole run, with mpirun's message, never a hang.
+# Usage: run_mpi.sh DSTC SOURCE_DIR
+set -uo pipefail
+dstc="$1"
+cd "$2"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+expect() {  # expect NAME WANTED_STATUS STATUS
+  if [ "$3" -ne "$2" ]; then fail "$1: exit $3, wanted $2"; else echo "ok: $1"; fi
+}
+if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"  # OpenMPI keeps its allocations to exit
+mpirun=(mpirun --oversubscribe --bind-to none)
+gpt2=(examples/gpt2_megatron.dstrat -D layers=2 -D hidden=16 -D heads=4 -D seq=8 -D vocab=64)
+
+"${mpirun[@]}" -np 8 "$dstc" run "${gpt2[@]}" --check >"$work/out" 2>"$work/err"
+expect "mpirun -np 8 dstc run --check" 0 $?
+grep -q "8 ranks (mpirun processes)" "$work/out" || fail "the run does not say it runs as mpirun processes"
+[ "$(grep -c "^check: PASS" "$work/out")" = 1 ] || { fail "not one check: PASS line"; cat "$work/out" "$work/err"; }
+[ "$(grep -c "^step 1 " "$work/out")" = 1 ] || fail "rank 0 alone should print each step"
+
+"${mpirun[@]}" -np 4 "$dstc" run "${gpt2[@]}" >"$work/out" 2>"$work/err"
+expect "mpirun -np 4 for an 8-device strategy" 1 $?
+grep -q "this run has 4 ranks \[run-rank-count\]" "$work/err" || fail "no run-rank-count error"
+grep -q "start it with mpirun -np 8" "$work/err" || fail "no note saying how to start it"
+[ "$(grep -c "run-rank-count" "$work/err")" = 1 ] || fail "rank 0 alone should report"
+
+env RANK=0 WORLD_SIZE=8 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 "$dstc" run "${gpt2[@]}" \
+  >"$work/out" 2>"$work/err"
+expect "under torchrun's environment" 1 $?
+grep -q "talk over MPI: start them with mpirun" "$work/err" || fail "no message for torchrun"
+
+env OMPI_COMM_WORLD_SIZE=8 OMPI_COMM_WORLD_RANK=9 "$dstc" run "${gpt2[@]}" >"$work/out" 2>"$work/err"
+expect "a malformed mpirun environment" 1 $?
+grep -q "OMPI_COMM_WORLD_RANK=9 is not a number in \[0, 8)" "$work/err" || fail "no message for the bad rank"
+
+# A rank killed mid-run: every rank ends, and mpirun says which died.
+marker=48151623
+"${mpirun[@]}" -np 2 "$dstc" run examples/mlp_distir_pipeline.dstrat -D hidden=64 --steps 1000000 --seed $marker \
+  >/dev/null 2>"$work/err" &
+launcher=$!
+for _ in $(seq 100); do
+  [ "$(pgrep -f "seed $marker" | grep -vx "$launcher" | wc -l)" -ge 2 ] && break
+  sleep 0.1
+done
+sleep 1
+victim="$(pgrep -f "dstc run examples/mlp_distir_pipeline.dstrat.*seed $marker" | grep -vx "$launcher" | tail -n 1)"
+if [ -z "$victim" ]; then
+  fail "no rank process to kill"
+  kill "$launcher" 2>/dev/null
+else
+  kill -9 "$victim"
+  for _ in $(seq 300); do kill -0 "$launcher" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$launcher" 2>/dev/null; then
+    fail "the run still goes on 30 s after a rank died"
+    kill -9 "$launcher"
+  fi
+  wait "$launcher"
+  status=$?
+  [ "$status" -ne 0 ] || fail "mpirun exited 0 after a rank died"
+  grep -qi "signal 9\|killed" "$work/err" || { fail "mpirun did not say a rank was killed"; cat "$work/err"; }
+  sleep 0.5
+  pgrep -f "seed $marker" >/dev/null && fail "a rank still runs after the run ended"
+  echo "ok: a killed rank ends the run (exit $status)"
+fi
+
+[ "$failures" -eq 0 ] && echo "all passed" || { echo "$failures failed"; exit 1; }

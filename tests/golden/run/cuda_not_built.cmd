@@ -1,0 +1,1 @@
+run examples/gpt2_megatron.dstrat --device cuda

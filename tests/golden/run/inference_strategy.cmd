@@ -1,0 +1,1 @@
+run examples/search_gpt2_inference.dstrat

@@ -1,0 +1,74 @@
+// dstc run on the CPU device, ranks as threads: every example strategy, at
+// the reduced size its verify golden test uses, runs a training step whose
+// values on every rank equal the reference executor's.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "compiler/driver/cli.h"
+
+namespace dstc {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+// The example commands of tests/golden/verify ("verify examples/X.dstrat
+// -D ...") whose verification passes.
+std::vector<std::vector<std::string>> example_verify_commands() {
+  std::vector<std::vector<std::string>> commands;
+  for (const auto& entry : fs::directory_iterator(fs::path(DSTC_SOURCE_DIR) / "tests/golden/verify")) {
+    if (entry.path().extension() != ".cmd") continue;
+    std::ifstream in(entry.path());
+    std::string line;
+    std::getline(in, line);
+    std::vector<std::string> args = words(line);
+    if (args.size() < 2 || args[0] != "verify" || !args[1].starts_with("examples/")) continue;
+    std::ifstream expected(fs::path(entry.path()).replace_extension(".expected"));
+    std::string status;
+    std::getline(expected, status);
+    if (status != "=== exit 0") continue;
+    args[1] = (fs::path(DSTC_SOURCE_DIR) / args[1]).string();
+    commands.push_back(std::move(args));
+  }
+  std::sort(commands.begin(), commands.end());
+  return commands;
+}
+
+TEST(RunCommand, EveryExampleStrategyRunsAndMatchesTheReferenceOnEveryRank) {
+  std::vector<std::vector<std::string>> commands = example_verify_commands();
+  EXPECT_GE(commands.size(), 30u);
+  for (std::vector<std::string> args : commands) {
+    args[0] = "run";
+    for (const char* extra : {"--check", "--warmup", "0", "--steps", "1"}) args.emplace_back(extra);
+    std::ostringstream out, err;
+    int code = run_cli(args, out, err);
+    EXPECT_EQ(code, kExitSuccess) << args[1] << "\n" << out.str() << err.str();
+    EXPECT_NE(out.str().find("check: PASS"), std::string::npos) << args[1] << "\n" << out.str() << err.str();
+  }
+}
+
+TEST(RunCommand, StepsTrainOnTheUpdatedWeights) {
+  std::ostringstream out, err;
+  int code = run_cli({"run", std::string(DSTC_SOURCE_DIR) + "/examples/mlp_distir_pipeline.dstrat", "-D", "hidden=64"},
+                     out, err);
+  ASSERT_EQ(code, kExitSuccess) << err.str();
+  std::vector<double> losses;
+  std::istringstream lines(out.str());
+  for (std::string line; std::getline(lines, line);)
+    if (size_t at = line.find(" loss "); line.starts_with("step ") && at != std::string::npos)
+      losses.push_back(std::stod(line.substr(at + 6)));
+  ASSERT_EQ(losses.size(), 4u) << out.str();  // one warm-up step, three timed
+  for (size_t i = 1; i < losses.size(); ++i) EXPECT_LT(losses[i], losses[i - 1]) << out.str();
+}
+
+}  // namespace
+}  // namespace dstc
