@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ir/chrome_trace.h"
 #include "ir/registry.h"
 
 namespace dstc::htae {
@@ -157,53 +158,14 @@ void write_chrome_trace(std::ostream& out, const ir::Module& module, const ir::F
     static const std::vector<ir::Rank> none;
     return c < ranks_of_class.size() ? ranks_of_class[c] : none;
   };
-  out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
-  bool first = true;
-  auto emit = [&](const nlohmann::ordered_json& e) {
-    out << (first ? "" : ",\n") << e.dump();
-    first = false;
-  };
-  for (ir::Rank rank : t.ranks) {
-    emit({{"ph", "M"},
-          {"name", "process_name"},
-          {"pid", rank},
-          {"args", {{"name", fmt::format("rank {} (device {})", rank, module.mesh().physical(rank))}}}});
-    emit({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", rank}, {"args", {{"sort_index", rank}}}});
-    for (int q = 0; q < ir::kQueueCount; ++q) {
-      emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", rank}, {"tid", q}, {"args", {{"name", ir::queue_name(q)}}}});
-    }
-  }
-  for (const TraceSpan& span : t.spans) {
-    const ir::Op& op = f.ops[span.op];
-    std::string label(ir::op_name(op.kind));
-    if (op.result_count > 0) label += " %" + module.value_name(f, op.first_result);
-    // Named for what a user recognises: the layer it belongs to, the pass
-    // and the micro-batch (`blocks[3].mlp.fc1 forward mb2`), the op beside.
-    std::string name = label;
-    if (op.loc != ir::kNoLoc && module.loc(op.loc).scope) {
-      name = fmt::format("{} {}", module.str(module.loc(op.loc).scope), ir::phase_name(op.phase));
-      if (op.micro_batch >= 0) name += fmt::format(" mb{}", op.micro_batch);
-    }
-    nlohmann::ordered_json args = {{"op", span.op}, {"ir", label}, {"phase", ir::phase_name(op.phase)}};
-    if (op.micro_batch >= 0) args["micro_batch"] = op.micro_batch;
-    if (op.stage >= 0) args["stage"] = op.stage;
-    for (ir::Rank rank : of(span.device_class)) {
-      emit({{"ph", "X"},
-            {"name", name},
-            {"cat", ir::phase_name(op.phase)},
-            {"pid", rank},
-            {"tid", ir::op_queue(op)},
-            {"ts", span.start * 1e6},
-            {"dur", (span.end - span.start) * 1e6},
-            {"args", args}});
-    }
-  }
-  for (const TraceMemorySample& m : t.memory) {
-    for (ir::Rank rank : of(m.device_class)) {
-      emit({{"ph", "C"}, {"name", "memory"}, {"pid", rank}, {"ts", m.time * 1e6}, {"args", {{"bytes", m.live_bytes}}}});
-    }
-  }
-  out << "\n]}\n";
+  // A device class's span is every one of its ranks' span.
+  std::vector<ir::TraceOpSpan> spans;
+  for (const TraceSpan& span : t.spans)
+    for (ir::Rank rank : of(span.device_class)) spans.push_back({rank, span.op, span.start, span.end});
+  std::vector<ir::TraceMemory> memory;
+  for (const TraceMemorySample& m : t.memory)
+    for (ir::Rank rank : of(m.device_class)) memory.push_back({rank, m.time, m.live_bytes});
+  ir::write_chrome_trace(out, module, f, t.ranks, spans, memory);
 }
 
 }  // namespace dstc::htae

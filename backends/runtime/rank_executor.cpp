@@ -1,5 +1,7 @@
 #include "backends/runtime/rank_executor.h"
 
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include "backends/reference/compute_ops.h"
@@ -76,7 +78,7 @@ const HostTensor& RankExecutor::operand(ir::ValueId v, const ir::Op& op) {
   return *values_[v];
 }
 
-void RankExecutor::step() {
+void RankExecutor::step(bool record) {
   if (stepped_) {
     for (size_t i = 0; i < function_.returns.size(); ++i) {
       ir::ValueId r = function_.returns[i], arg = next_arguments_[i];
@@ -86,10 +88,22 @@ void RankExecutor::step() {
       if (function_.values[v].def != ir::kNone) release(v);
   }
   stepped_ = true;
+  if (record) {
+    spans_.clear();
+    memory_.clear();
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto since_start = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   for (size_t i = 0; i < program_.ops.size(); ++i) {
+    const double begin = record ? since_start() : 0;
     run_op(program_.ops[i]);
     for (ir::ValueId v : function_.operands(function_.ops[program_.ops[i].op]))
       if (last_use_[v] == i && !kept_[v]) release(v);
+    if (record) {
+      const double end = since_start();
+      spans_.push_back({rank(), program_.ops[i].op, begin, end});
+      memory_.push_back({rank(), end, live_bytes_});
+    }
   }
 }
 

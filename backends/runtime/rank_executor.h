@@ -12,6 +12,7 @@
 #include "backends/reference/arithmetic.h"
 #include "backends/reference/executor.h"
 #include "backends/runtime/communicator.h"
+#include "ir/chrome_trace.h"
 #include "ir/module.h"
 #include "ir/projection.h"
 
@@ -24,8 +25,9 @@ class RankExecutor {
 
   // This rank's part of every argument it holds; a failure aborts the run.
   void bind(const reference::ArgumentSource& arguments);
-  // One step (after the first: on the previous step's updates).
-  void step();
+  // One step (after the first: on the previous step's updates). With
+  // `record`, the step's op spans and memory replace the recorded ones.
+  void step(bool record = false);
 
   ir::Rank rank() const { return program_.rank; }
   const ir::Module& module() const { return module_; }
@@ -37,6 +39,10 @@ class RankExecutor {
   // The most bytes the rank's values held at once, counted in their IR
   // dtypes (what a device would hold), over the steps run.
   int64_t peak_bytes() const { return peak_bytes_; }
+  // The last recorded step: each op's span and the live bytes after it,
+  // in seconds from the step's start on this rank.
+  const std::vector<ir::TraceOpSpan>& spans() const { return spans_; }
+  const std::vector<ir::TraceMemory>& memory() const { return memory_; }
 
  private:
   void run_op(const ir::RankOp& rank_op);
@@ -57,6 +63,8 @@ class RankExecutor {
   std::vector<std::optional<reference::HostTensor>> values_;
   bool stepped_ = false;
   int64_t live_bytes_ = 0, peak_bytes_ = 0;
+  std::vector<ir::TraceOpSpan> spans_;
+  std::vector<ir::TraceMemory> memory_;
 };
 
 }  // namespace dstc::runtime

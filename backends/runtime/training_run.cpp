@@ -17,6 +17,37 @@ std::vector<ir::Rank> everyone(int32_t size) {
   return ranks;
 }
 
+// Every rank's recorded spans and memory samples, sent to rank 0 as
+// doubles: a count, then (op, start, end, live bytes) per op.
+void collect_trace(const RankExecutor& executor, Communicator& comm, TrainingRunReport& report) {
+  const uint32_t kTag = 0;  // the step's messages have all been received
+  comm.barrier();
+  if (comm.rank() != 0) {
+    std::vector<double> mine;
+    for (size_t i = 0; i < executor.spans().size(); ++i) {
+      const ir::TraceOpSpan& s = executor.spans()[i];
+      mine.insert(mine.end(),
+                  {static_cast<double>(s.op), s.start, s.end, static_cast<double>(executor.memory()[i].live_bytes)});
+    }
+    comm.send(std::vector<double>{static_cast<double>(mine.size())}, 0, kTag);
+    comm.send(mine, 0, kTag);
+  } else {
+    report.spans = executor.spans();
+    report.memory = executor.memory();
+    for (ir::Rank r = 1; r < comm.size(); ++r) {
+      std::vector<double> count(1);
+      comm.recv(count, r, kTag);
+      std::vector<double> theirs(static_cast<size_t>(count[0]));
+      comm.recv(theirs, r, kTag);
+      for (size_t i = 0; i + 3 < theirs.size(); i += 4) {
+        report.spans.push_back({r, static_cast<ir::OpId>(theirs[i]), theirs[i + 1], theirs[i + 2]});
+        report.memory.push_back({r, theirs[i + 2], static_cast<int64_t>(theirs[i + 3])});
+      }
+    }
+  }
+  comm.barrier();
+}
+
 }  // namespace
 
 TrainingRunReport run_training(const ir::Module& module, const ir::Function& function, Communicator& comm,
@@ -30,7 +61,7 @@ TrainingRunReport run_training(const ir::Module& module, const ir::Function& fun
   for (int32_t s = 0; s < options.warmup + options.steps; ++s) {
     comm.barrier();
     auto start = std::chrono::steady_clock::now();
-    executor.step();
+    executor.step(options.trace && s + 1 == options.warmup + options.steps);
     comm.barrier();
     std::vector<double> figures{std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
     comm.all_reduce(figures, world, ReduceOp::Max);
@@ -49,6 +80,7 @@ TrainingRunReport run_training(const ir::Module& module, const ir::Function& fun
   std::vector<double> peak(static_cast<size_t>(comm.size()));
   comm.all_gather(std::vector<double>{static_cast<double>(executor.peak_bytes())}, peak, world);
   for (double b : peak) report.peak_bytes.push_back(static_cast<int64_t>(b));
+  if (options.trace) collect_trace(executor, comm, report);
   return report;
 }
 

@@ -21,6 +21,7 @@ struct TrainingRunOptions {
   double tolerance = 1e-4;
   // The reference also checks every value's declared layout (as verify).
   bool check_layouts = true;
+  bool trace = false;  // record the last step's spans on every rank
 };
 
 struct StepFigures {
@@ -34,6 +35,10 @@ struct TrainingRunReport {
   std::vector<StepFigures> steps;
   std::vector<int64_t> peak_bytes;  // per rank
   std::optional<ReferenceCheck> check;
+  // With options.trace: the last step on every rank, in seconds from its
+  // start on that rank (steps start at a barrier).
+  std::vector<ir::TraceOpSpan> spans;
+  std::vector<ir::TraceMemory> memory;
 };
 
 // One rank's part: every rank calls it; rank 0's report has the figures.

@@ -18,7 +18,9 @@
 #include "compiler/driver/cli.h"
 #include "compiler/driver/command.h"
 #include "compiler/driver/human_units.h"
+#include "compiler/driver/output_file.h"
 #include "compiler/pipeline/load_strategy.h"
+#include "ir/chrome_trace.h"
 #include "ir/groups.h"
 #include "ir/registry.h"
 #include "ir/source/diagnostic_kinds.h"
@@ -34,6 +36,7 @@ struct RunOptions {
   runtime::TrainingRunOptions training;
   std::string arithmetic = "f32";
   double tolerance = 0;  // 0: reference::default_tolerance
+  std::string trace;     // the Chrome trace to write, or ""
 };
 
 // Every partition of the ranks into groups that a collective op of `f`
@@ -157,6 +160,7 @@ int run_strategy(CommandContext& ctx, RunOptions& o) {
     return finish(kExitInternal);
   }
   o.training.arithmetic = *reference::parse_arithmetic(o.arithmetic);
+  o.training.trace = !o.trace.empty();
   o.training.tolerance = o.tolerance > 0 ? o.tolerance : reference::default_tolerance(o.training.arithmetic);
   if (speaks)
     ctx.out << fmt::format("{}: {} ranks ({}), cpu device, {} arithmetic, seed {}\n", strategy.name, needed,
@@ -179,6 +183,19 @@ int run_strategy(CommandContext& ctx, RunOptions& o) {
   }
   if (!speaks) return kExitSuccess;
   print_report(ctx.out, report);
+  if (!o.trace.empty()) {
+    std::vector<ir::Rank> ranks;
+    for (ir::Rank r = 0; r < compiled->module.mesh().size(); ++r) ranks.push_back(r);
+    std::string failure = write_file_atomically(o.trace, [&](std::ostream& file) {
+      ir::write_chrome_trace(file, compiled->module, *step, ranks, report.spans, report.memory);
+    });
+    if (!failure.empty()) {
+      ctx.err << fmt::format("dstc run: error: cannot write the trace to '{}': {}\n", o.trace, failure);
+      return kExitInputErrors;
+    }
+    ctx.out << fmt::format("wrote {}: the last step on every rank (open it in Perfetto beside the simulator's)\n",
+                           o.trace);
+  }
   return report.check && !report.check->passed ? kExitInputErrors : kExitSuccess;
 }
 
@@ -213,6 +230,9 @@ Command add_run_command(CLI::App& root) {
                 "Compare the first step on every rank with the reference executor (what dstc verify checks)");
   sub->add_option("--tol", o->tolerance, "Largest accepted error of --check (default as dstc verify's)")
       ->check(CLI::PositiveNumber);
+  sub->add_option("--trace", o->trace,
+                  "Write a Chrome trace (Perfetto) of the last step on every rank, as the simulator's --trace does")
+      ->check(non_empty_path());
   return {sub, [o](CommandContext& ctx) { return run_strategy(ctx, *o); }};
 }
 

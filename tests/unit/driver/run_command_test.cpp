@@ -5,7 +5,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "compiler/driver/cli.h"
 
@@ -68,6 +71,31 @@ TEST(RunCommand, StepsTrainOnTheUpdatedWeights) {
       losses.push_back(std::stod(line.substr(at + 6)));
   ASSERT_EQ(losses.size(), 4u) << out.str();  // one warm-up step, three timed
   for (size_t i = 1; i < losses.size(); ++i) EXPECT_LT(losses[i], losses[i - 1]) << out.str();
+}
+
+TEST(RunCommand, TheTraceHasEveryRanksOpsOfTheLastStep) {
+  const std::string trace = (fs::temp_directory_path() / "dstc_run_trace_test.json").string();
+  std::ostringstream out, err;
+  int code = run_cli({"run", std::string(DSTC_SOURCE_DIR) + "/examples/mlp_distir_pipeline.dstrat", "-D", "hidden=64",
+                      "--steps", "2", "--trace", trace},
+                     out, err);
+  ASSERT_EQ(code, kExitSuccess) << err.str();
+  std::ifstream in(trace);
+  nlohmann::json events = nlohmann::json::parse(in)["traceEvents"];
+  fs::remove(trace);
+  std::map<int, int> processes, spans, counters;
+  for (const auto& e : events) {
+    if (e["ph"] == "M" && e["name"] == "process_name") ++processes[e["pid"].get<int>()];
+    if (e["ph"] == "X") {
+      ++spans[e["pid"].get<int>()];
+      EXPECT_GE(e["dur"].get<double>(), 0);
+    }
+    if (e["ph"] == "C") ++counters[e["pid"].get<int>()];
+  }
+  EXPECT_EQ(processes, (std::map<int, int>{{0, 1}, {1, 1}}));
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_GT(spans[0], 3);
+  EXPECT_EQ(counters, spans);  // the memory after every op
 }
 
 }  // namespace
