@@ -237,7 +237,7 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
     case OpKind::Sgd: kernels::sgd(x(0), x(1), attrs.real("lr"), attrs.real("weight_decay"), y); return {};
     case OpKind::Adam: {
       kernels::AdamParams p{attrs.real("lr"),  attrs.real("beta1"),        attrs.real("beta2"),
-                            attrs.real("eps"), attrs.real("weight_decay"), attrs.integer("step")};
+                            attrs.real("eps"), attrs.real("weight_decay"), attrs.integer("step") + ctx.steps_before};
       kernels::adam(x(0), x(1), x(2), x(3), p, out[0], out[1], out[2]);
       return {};
     }

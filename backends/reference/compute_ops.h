@@ -18,6 +18,9 @@ struct DeviceContext {
   // Micro-batches of the step: a dropout mask is drawn over the whole step's
   // batch, micro-batch k holding rows [k·b, (k+1)·b) of dim 0.
   int32_t micro_batches = 1;
+  // Optimizer steps taken before this one: Adam's bias correction counts
+  // from the step the program was compiled for (its `step` attribute).
+  int64_t steps_before = 0;
 };
 
 // `out` are shaped by the op's result types and zero-filled. Returns an

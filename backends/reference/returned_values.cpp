@@ -29,9 +29,9 @@ std::vector<ir::ValueId> next_step_arguments(const ir::Module& m, const ir::Func
     }
     const int operand = s.result == 0 ? 0 : s.result + 1;
     ir::ValueId arg = trace_source(m, f, f.operands(*s.optimizer)[static_cast<size_t>(operand)]).arg;
-    if (arg != ir::kNone && s.cast) {
+    std::string param = arg != ir::kNone && s.cast ? ir::master_of(m.value_name(f, arg)) : std::string();
+    if (!param.empty()) {
       // The lower-precision parameter of an updated master copy.
-      std::string param = ir::master_of(m.value_name(f, arg));
       ir::ValueId found = ir::kNone;
       for (const ir::Arg& a : f.args)
         if (m.value_name(f, a.value) == param) found = a.value;

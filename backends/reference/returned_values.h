@@ -22,7 +22,8 @@ struct ValueSource {
 ValueSource trace_source(const ir::Module& m, const ir::Function& f, ir::ValueId v);
 
 // Per returned value (in f.returns order), the argument it replaces in the
-// next step, or kNone for a loss. An optimizer's result k updates the
+// next step, or kNone for a loss (trace_source finds no optimizer) or an
+// update no argument takes. An optimizer's result k updates the
 // argument its operand holds (Adam: w, m, v are operands 0, 2, 3); a copy
 // cast from an updated master replaces the parameter the master is of.
 std::vector<ir::ValueId> next_step_arguments(const ir::Module& m, const ir::Function& f);

@@ -46,7 +46,7 @@ class Communicator {
   // buffered), so a rank's sends never wait on its peer's program order.
   virtual void send(std::span<const double> data, ir::Rank to, uint32_t tag) = 0;
   virtual void recv(std::span<double> data, ir::Rank from, uint32_t tag) = 0;
-  // Waits until every rank has called it (and every send has been delivered).
+  // Waits until every rank has called it.
   virtual void barrier() = 0;
   // Ends every rank's run: this one reports `message`, the others stop at
   // their next call (PeerFailed) or are ended by the launcher.

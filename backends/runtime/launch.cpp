@@ -49,7 +49,8 @@ std::optional<LaunchEnvironment> detect_launch(const std::function<const char*(c
     }
     return env;
   }
-  if (getenv("WORLD_SIZE") || getenv("RANK")) {
+  // RANK alone is too common a name to mean torchrun.
+  if (getenv("WORLD_SIZE")) {
     env.launcher = Launcher::Torchrun;
     auto size = read_count(getenv, "WORLD_SIZE", kMaxRanks + 1, error);
     if (!size) return std::nullopt;

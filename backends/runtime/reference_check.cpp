@@ -22,7 +22,7 @@ double worst_error(std::span<const double> actual, std::span<const double> expec
     if (std::isnan(expected[i]) && std::isnan(actual[i])) continue;
     double error = std::abs(actual[i] - expected[i]) / (std::abs(expected[i]) + rms);
     if (std::isnan(error)) return std::numeric_limits<double>::infinity();
-    worst = std::max(worst, error == 0 ? 0 : error);
+    worst = std::max(worst, error);
   }
   return worst;
 }
@@ -30,6 +30,14 @@ double worst_error(std::span<const double> actual, std::span<const double> expec
 bool lives_on(const ir::Module& m, const ir::Function& f, ir::ValueId v, ir::Rank r) {
   std::span<const ir::Rank> members = m.members(f.values[v].devices);
   return std::find(members.begin(), members.end(), r) != members.end();
+}
+
+// What the rank holds of a returned value, or NaNs of its shape.
+reference::HostTensor held(const RankExecutor& executor, ir::ValueId v) {
+  if (std::optional<reference::HostTensor> t = executor.returned(v)) return *t;
+  reference::HostTensor missing(executor.module().value_type(executor.function(), v));
+  std::fill(missing.data.begin(), missing.data.end(), std::numeric_limits<double>::quiet_NaN());
+  return missing;
 }
 
 }  // namespace
@@ -44,9 +52,11 @@ ReferenceCheck check_against_reference(const RankExecutor& executor, Communicato
   check.tolerance = tolerance;
   comm.barrier();
   if (comm.rank() != 0) {
+    // Every value the rank should hold, NaN where it does not: rank 0
+    // receives the same messages whatever the rank computed.
     for (size_t i = 0; i < returns.size(); ++i)
-      if (const reference::HostTensor* t = executor.returned(returns[i]))
-        comm.send(t->data, 0, static_cast<uint32_t>(i));
+      if (lives_on(m, f, returns[i], comm.rank()))
+        comm.send(held(executor, returns[i]).data, 0, static_cast<uint32_t>(i));
     comm.barrier();
     return check;
   }
@@ -58,11 +68,10 @@ ReferenceCheck check_against_reference(const RankExecutor& executor, Communicato
       ir::ValueId v = returns[i];
       if (!lives_on(m, f, v, r)) continue;
       reference::HostTensor actual(m.value_type(f, v));
-      if (r == 0) {
-        if (const reference::HostTensor* t = executor.returned(v)) actual = *t;
-      } else {
+      if (r == 0)
+        actual = held(executor, v);
+      else
         comm.recv(actual.data, r, static_cast<uint32_t>(i));
-      }
       if (expected.problem || !check.failure.empty()) continue;  // still receive every message
       const reference::HostTensor* e = expected.local(v, r);
       std::string name = updates[i] == ir::kNone ? m.value_name(f, v) : "updated " + m.value_name(f, updates[i]);

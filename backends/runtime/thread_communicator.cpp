@@ -27,22 +27,22 @@ void ThreadCommunicator::meet(std::span<const ir::Rank> group, std::span<const d
   ThreadWorld::MeetingKey key{members, calls_[members]++};
 
   std::unique_lock lock(world_.mutex_);
-  auto wait_for = [&](const std::function<bool()>& ready) {
-    world_.changed_.wait(lock, [&] { return ready() || world_.failure_; });
-    if (world_.failure_) throw PeerFailed(*world_.failure_);
-  };
   ThreadWorld::Meeting& meeting = world_.meetings_[key];
   if (meeting.inputs.empty()) meeting.inputs.resize(static_cast<size_t>(p));
   meeting.inputs[static_cast<size_t>(member)] = in;
   ++meeting.arrived;
   world_.changed_.notify_all();
-  wait_for([&] { return meeting.arrived == p; });
+  // A failure ends the wait for members that will never come; once all
+  // have come, every one computes and waits for the others (computing
+  // never blocks), so no input is freed while another member reads it.
+  world_.changed_.wait(lock, [&] { return meeting.arrived == p || world_.failure_; });
+  if (meeting.arrived != p) throw PeerFailed(*world_.failure_);
   lock.unlock();
   compute(meeting.inputs, member);
   lock.lock();
   ++meeting.done;
   world_.changed_.notify_all();
-  wait_for([&] { return meeting.done == p; });
+  world_.changed_.wait(lock, [&] { return meeting.done == p; });
   if (++meeting.left == p) world_.meetings_.erase(key);
 }
 

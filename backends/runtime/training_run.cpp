@@ -51,12 +51,12 @@ void collect_trace(const RankExecutor& executor, Communicator& comm, TrainingRun
 }  // namespace
 
 TrainingRunReport run_training(const ir::Module& module, const ir::Function& function, Communicator& comm,
-                               const TrainingRunOptions& options,
+                               Device& device, const TrainingRunOptions& options,
                                const std::function<void(const StepFigures&)>& on_step) {
   const std::vector<ir::Rank> world = everyone(comm.size());
   reference::ArgumentSource arguments = reference::make_argument_source(options.seed);
-  RankExecutor executor(module, function, comm.rank(), comm, options.arithmetic);
-  executor.bind(arguments);
+  RankExecutor executor(module, function, comm.rank(), comm, device);
+  executor.bind(arguments, options.arithmetic);
   TrainingRunReport report;
   for (int32_t s = 0; s < options.warmup + options.steps; ++s) {
     comm.barrier();
@@ -85,7 +85,7 @@ TrainingRunReport run_training(const ir::Module& module, const ir::Function& fun
 }
 
 TrainingRunReport run_training_in_threads(const ir::Module& module, const ir::Function& function,
-                                          const TrainingRunOptions& options,
+                                          const DeviceFactory& open_device, const TrainingRunOptions& options,
                                           const std::function<void(const StepFigures&)>& on_step,
                                           std::optional<std::string>& failure) {
   const int32_t size = module.mesh().size();
@@ -96,7 +96,8 @@ TrainingRunReport run_training_in_threads(const ir::Module& module, const ir::Fu
     threads.emplace_back([&, r] {
       ThreadCommunicator comm(world, r);
       try {
-        TrainingRunReport mine = run_training(module, function, comm, options, on_step);
+        std::unique_ptr<Device> device = open_device(r);
+        TrainingRunReport mine = run_training(module, function, comm, *device, options, on_step);
         if (r == 0) report = std::move(mine);
       } catch (const PeerFailed&) {
         // world.failure() says which rank failed and why.

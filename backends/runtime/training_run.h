@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "backends/runtime/device.h"
 #include "backends/runtime/reference_check.h"
 
 namespace dstc::runtime {
@@ -44,13 +45,15 @@ struct TrainingRunReport {
 // One rank's part: every rank calls it; rank 0's report has the figures.
 // `on_step` is called on rank 0 after each step.
 TrainingRunReport run_training(const ir::Module& module, const ir::Function& function, Communicator& comm,
-                               const TrainingRunOptions& options,
+                               Device& device, const TrainingRunOptions& options,
                                const std::function<void(const StepFigures&)>& on_step = {});
 
-// Every rank as a thread of this process (thread_communicator.h). A rank
-// that fails ends the others; `failure` says which and why.
+// Every rank as a thread of this process (thread_communicator.h), each on
+// the device `open_device` gives it. A rank that fails ends the others;
+// `failure` says which and why.
+using DeviceFactory = std::function<std::unique_ptr<Device>(ir::Rank)>;
 TrainingRunReport run_training_in_threads(const ir::Module& module, const ir::Function& function,
-                                          const TrainingRunOptions& options,
+                                          const DeviceFactory& open_device, const TrainingRunOptions& options,
                                           const std::function<void(const StepFigures&)>& on_step,
                                           std::optional<std::string>& failure);
 

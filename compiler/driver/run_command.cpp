@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "backends/reference/verify.h"
+#include "backends/runtime/cpu_device.h"
 #include "backends/runtime/launch.h"
 #include "backends/runtime/mpi_communicator.h"
 #include "backends/runtime/training_run.h"
@@ -110,16 +111,15 @@ int run_strategy(CommandContext& ctx, RunOptions& o) {
     return kExitInputErrors;
   }
   const bool speaks = launch->rank == 0;  // only rank 0 prints
-  if (o.device != "cpu") {
-    if (speaks)
-      ctx.err << "dstc run: error: --device cuda: the CUDA executor is not in this build yet (docs/run.md); "
-                 "--device cpu runs the strategy's ranks on CPUs\n";
-    return kExitInternal;
+  const bool cuda = o.device == "cuda";
+  if (cuda && o.arithmetic != "f32") {
+    if (speaks) ctx.err << "dstc run: error: the CUDA device computes in f32: --arithmetic f32\n";
+    return kExitUsage;
   }
   if (launch->launcher == runtime::Launcher::Torchrun) {
     if (speaks)
-      ctx.err << "dstc run: error: the CPU device's ranks talk over MPI: start them with mpirun -np N, or let dstc "
-                 "run start them itself\n";
+      ctx.err << "dstc run: error: dstc run's ranks talk over MPI: start them with mpirun -np N, or let dstc run "
+                 "start them itself\n";
     return kExitInputErrors;
   }
   SourceManager sources;
@@ -162,20 +162,44 @@ int run_strategy(CommandContext& ctx, RunOptions& o) {
   o.training.arithmetic = *reference::parse_arithmetic(o.arithmetic);
   o.training.trace = !o.trace.empty();
   o.training.tolerance = o.tolerance > 0 ? o.tolerance : reference::default_tolerance(o.training.arithmetic);
+  // Opened before anything is printed: no GPU is an error of the run.
+  auto open_device = [&](int32_t local_rank, std::string& why_not) -> std::unique_ptr<runtime::Device> {
+    if (!cuda) return std::make_unique<runtime::CpuDevice>(o.training.arithmetic);
+    return runtime::open_cuda_device(local_rank, why_not);
+  };
+  std::string why_not;
+  std::unique_ptr<runtime::Device> first = open_device(launch->local_rank, why_not);
+  if (!first) {
+    ctx.err << fmt::format("dstc run: error: --device cuda: {}\n", why_not);
+    return kExitInputErrors;
+  }
   if (speaks)
-    ctx.out << fmt::format("{}: {} ranks ({}), cpu device, {} arithmetic, seed {}\n", strategy.name, needed,
+    ctx.out << fmt::format("{}: {} ranks ({}), {} device, {} arithmetic, seed {}\n", strategy.name, needed,
                            launch->launcher == runtime::Launcher::Mpirun ? "mpirun processes" : "threads of dstc run",
-                           o.arithmetic, o.training.seed);
+                           first->name(), o.arithmetic, o.training.seed);
   auto on_step = [&](const runtime::StepFigures& s) { print_step(ctx.out, s); };
   runtime::TrainingRunReport report;
   if (launch->launcher == runtime::Launcher::Mpirun) {
     runtime::MpiSession session;
     runtime::MpiCommunicator comm;
-    for (const auto& partition : program_groups(compiled->module, *step)) comm.define_groups(partition);
-    report = runtime::run_training(compiled->module, *step, comm, o.training, on_step);
+    // Anything thrown must end every rank: unwinding into MPI_Finalize
+    // would wait for peers that wait in a collective.
+    try {
+      for (const auto& partition : program_groups(compiled->module, *step)) comm.define_groups(partition);
+      report = runtime::run_training(compiled->module, *step, comm, *first, o.training, on_step);
+    } catch (const std::exception& e) {
+      comm.abort(e.what());
+    }
   } else {
     std::optional<std::string> failure;
-    report = runtime::run_training_in_threads(compiled->module, *step, o.training, on_step, failure);
+    auto device_of = [&](ir::Rank r) {
+      if (r == 0) return std::move(first);
+      std::string why;
+      std::unique_ptr<runtime::Device> device = open_device(r, why);
+      if (!device) throw std::runtime_error(why);
+      return device;
+    };
+    report = runtime::run_training_in_threads(compiled->module, *step, device_of, o.training, on_step, failure);
     if (failure) {
       ctx.err << fmt::format("dstc run: error: {}\n", *failure);
       return kExitInputErrors;
@@ -208,7 +232,7 @@ Command add_run_command(CLI::App& root) {
   sub->add_option("--strategy", o->request.strategy, "The strategy to run (default: the file's only one)");
   sub->add_option("-D", o->request.defines, "Set a model or strategy parameter: -D name=value")
       ->allow_extra_args(false);
-  sub->add_option("--device", o->device, "Where each rank computes: cpu (cuda: not in this build yet)")
+  sub->add_option("--device", o->device, "Where each rank computes: cpu, or cuda (a GPU per local rank)")
       ->transform(one_of({"cpu", "cuda"}))
       ->capture_default_str();
   sub->add_option("--ranks", o->ranks,

@@ -98,5 +98,18 @@ TEST(RunCommand, TheTraceHasEveryRanksOpsOfTheLastStep) {
   EXPECT_EQ(counters, spans);  // the memory after every op
 }
 
+// Without a GPU (CI) the CUDA device is refused before anything runs; with
+// one, the MLP's step matches the reference.
+TEST(RunCommand, TheCudaDeviceRunsOrSaysWhyNot) {
+  std::ostringstream out, err;
+  int code = run_cli({"run", std::string(DSTC_SOURCE_DIR) + "/examples/mlp_distir_pipeline.dstrat", "-D",
+                      "hidden=64", "--device", "cuda", "--check"},
+                     out, err);
+  if (code == kExitSuccess)
+    EXPECT_NE(out.str().find("check: PASS"), std::string::npos) << out.str();
+  else
+    EXPECT_EQ(err.str().rfind("dstc run: error: --device cuda: ", 0), 0u) << err.str();
+}
+
 }  // namespace
 }  // namespace dstc

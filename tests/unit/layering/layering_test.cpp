@@ -28,7 +28,9 @@ const std::vector<Rule>& rules() {
       {"backends/", {"backends/", "ir/"}},
       // Calibration writes the simulator's profile database.
       {"backends/calibration/", {"backends/calibration/", "backends/cuda/", "htae/", "ir/"}},
-      {"backends/cuda/", {"backends/cuda/", "backends/calibration/", "htae/", "ir/"}},
+      // The CUDA device also computes dstc run's steps behind the runtime's interface.
+      {"backends/cuda/",
+       {"backends/cuda/", "backends/calibration/", "backends/runtime/device.h", "backends/reference/", "htae/", "ir/"}},
       // The runtime computes with the reference executor's kernels.
       {"backends/runtime/", {"backends/runtime/", "backends/reference/", "ir/"}},
       {"compiler/ops/", {"compiler/ops/", "ir/"}},

@@ -19,7 +19,7 @@ std::optional<LaunchEnvironment> launch_with(const std::map<std::string, std::st
 
 TEST(Launch, NoLauncherMeansDstcRunStartsTheRanks) {
   std::string error;
-  auto env = launch_with({{"HOME", "/root"}}, error);
+  auto env = launch_with({{"HOME", "/root"}, {"RANK", "3"}}, error);  // RANK alone is not torchrun
   ASSERT_TRUE(env);
   EXPECT_EQ(env->launcher, Launcher::Itself);
   EXPECT_EQ(env->rank, 0);
@@ -57,8 +57,8 @@ TEST(Launch, MalformedOrIncompleteVariablesAreNamed) {
   EXPECT_EQ(error, "OMPI_COMM_WORLD_SIZE=two is not a number in [0, 16777217)");
   EXPECT_FALSE(launch_with({{"WORLD_SIZE", "2"}, {"RANK", "0"}, {"LOCAL_RANK", "0"}, {"MASTER_PORT", "29500"}}, error));
   EXPECT_EQ(error, "MASTER_ADDR is not set");
-  EXPECT_FALSE(launch_with({{"RANK", "0"}}, error));
-  EXPECT_EQ(error, "WORLD_SIZE is not set");
+  EXPECT_FALSE(launch_with({{"WORLD_SIZE", "2"}}, error));
+  EXPECT_EQ(error, "RANK is not set");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <thread>
 
+#include "backends/runtime/cpu_device.h"
 #include "backends/runtime/thread_communicator.h"
 #include "backends/runtime/training_run.h"
 #include "ir/parser.h"
@@ -21,6 +22,8 @@ ir::Module load(const char* name) {
   return std::move(*m);
 }
 
+std::unique_ptr<Device> cpu(ir::Rank) { return std::make_unique<CpuDevice>(reference::Arithmetic::F32); }
+
 TrainingRunOptions one_checked_step() {
   TrainingRunOptions o;
   o.warmup = 0;
@@ -33,7 +36,7 @@ TrainingRunOptions one_checked_step() {
 TEST(TrainingRun, EveryCollectiveGivesEachRankWhatTheReferenceGivesIt) {
   ir::Module m = load("every_collective.ir");
   std::optional<std::string> failure;
-  TrainingRunReport report = run_training_in_threads(m, m.functions.front(), one_checked_step(), {}, failure);
+  TrainingRunReport report = run_training_in_threads(m, m.functions.front(), cpu, one_checked_step(), {}, failure);
   ASSERT_FALSE(failure) << *failure;
   ASSERT_TRUE(report.check);
   EXPECT_TRUE(report.check->passed) << report.check->failure;
@@ -84,7 +87,8 @@ TEST(TrainingRun, TheCheckCatchesARankWhoseReductionIsWrong) {
     ranks.emplace_back([&, r] {
       ThreadCommunicator threads(world, r);
       CorruptingCommunicator comm(threads, 2);
-      TrainingRunReport report = run_training(m, m.functions.front(), comm, one_checked_step());
+      CpuDevice device(reference::Arithmetic::F32);
+      TrainingRunReport report = run_training(m, m.functions.front(), comm, device, one_checked_step());
       if (r == 0) check = report.check;
     });
   for (std::thread& t : ranks) t.join();
@@ -103,7 +107,8 @@ TEST(TrainingRun, AFailingRankEndsEveryRankWithItsMessage) {
       ThreadCommunicator comm(world, r);
       try {
         if (r == 3) comm.abort("out of memory");
-        run_training(m, m.functions.front(), comm, one_checked_step());
+        CpuDevice device(reference::Arithmetic::F32);
+        run_training(m, m.functions.front(), comm, device, one_checked_step());
         ADD_FAILURE() << "rank " << r << " finished its step although rank 3 failed";
       } catch (const PeerFailed& e) {
         EXPECT_EQ(std::string(e.what()), "rank 3: out of memory");

@@ -1,0 +1,284 @@
+// The CUDA device of dstc run (backends/runtime/device.h): every value an
+// f32 buffer on the GPU from CUDA's stream-ordered pool (after the first
+// step no memory is taken from the driver), ops on one stream with the
+// kernels of step_kernels.h. The ops it has kernels for are listed in
+// cannot_run; a program with others is refused before its first step.
+#include <cmath>
+#include <stdexcept>
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include "backends/cuda/step_kernels.h"
+#include "backends/runtime/device.h"
+#include "ir/pointwise_ops.h"
+#include "ir/registry.h"
+
+namespace dstc::runtime {
+
+namespace {
+
+using ir::OpKind;
+
+struct CudaError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) throw CudaError(fmt::format("{}: {}", what, cudaGetErrorString(status)));
+}
+
+struct CudaValue final : DeviceValue {
+  CudaValue(std::vector<int64_t> dims, ir::DType t, cudaStream_t s) : shape(std::move(dims)), dtype(t), stream(s) {
+    elements = 1;
+    for (int64_t d : shape) elements *= d;
+    if (elements > 0)
+      check(cudaMallocAsync(&data, static_cast<size_t>(elements) * sizeof(float), stream), "cudaMallocAsync");
+  }
+  ~CudaValue() override {
+    if (data) cudaFreeAsync(data, stream);
+  }
+  std::vector<int64_t> shape;
+  ir::DType dtype;
+  cudaStream_t stream;
+  int64_t elements = 0;
+  float* data = nullptr;
+};
+
+const CudaValue& cuda_value(const DeviceValue& v) { return static_cast<const CudaValue&>(v); }
+
+int normalized(int64_t dim, int rank) { return static_cast<int>(dim < 0 ? dim + rank : dim); }
+
+// Row of `kind` (forward or grad) in ir/pointwise_ops.def, or -1.
+int activation_row(OpKind kind) {
+  std::span<const ir::PointwiseOp> table = ir::pointwise_ops();
+  for (size_t i = 0; i < table.size(); ++i)
+    if (table[i].kind == kind || table[i].grad == kind) return static_cast<int>(i);
+  return -1;
+}
+
+// x's dims split into y's (kept) and the summed ones.
+cuda::ReduceShape reduce_shape(const std::vector<int64_t>& shape, std::span<const int64_t> dims) {
+  cuda::ReduceShape r;
+  std::vector<bool> reduced(shape.size(), false);
+  for (int64_t d : dims) reduced[static_cast<size_t>(normalized(d, static_cast<int>(shape.size())))] = true;
+  int64_t stride = 1;
+  std::vector<int64_t> strides(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= shape[d];
+  }
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (reduced[d]) {
+      r.reduced_size[r.reduced] = shape[d];
+      r.reduced_stride[r.reduced++] = strides[d];
+    } else {
+      r.kept_size[r.kept] = shape[d];
+      r.kept_stride[r.kept++] = strides[d];
+    }
+  }
+  return r;
+}
+
+// The einsum `spec` ("bsh,hf->bsf") over operands of these shapes, or
+// nullopt when it has more letters or operands than the kernel takes.
+std::optional<cuda::EinsumShape> einsum_shape(std::string_view spec, const std::vector<const CudaValue*>& in) {
+  size_t arrow = spec.find("->");
+  if (arrow == std::string_view::npos || in.empty() || in.size() > 2) return std::nullopt;
+  std::string_view lhs = spec.substr(0, arrow), output = spec.substr(arrow + 2);
+  std::vector<std::string_view> terms;
+  for (size_t start = 0;;) {
+    size_t comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  if (terms.size() != in.size()) return std::nullopt;
+  std::string letters(output);  // output letters first, summed letters after
+  for (std::string_view t : terms)
+    for (char c : t)
+      if (letters.find(c) == std::string::npos) letters += c;
+  if (letters.size() > static_cast<size_t>(cuda::kMaxLetters)) return std::nullopt;
+  cuda::EinsumShape e{};
+  e.operands = static_cast<int>(in.size());
+  e.letters = static_cast<int>(letters.size());
+  e.out_letters = static_cast<int>(output.size());
+  for (int l = 0; l < cuda::kMaxLetters; ++l) e.size[l] = 1;
+  for (size_t k = 0; k < terms.size(); ++k) {
+    const std::vector<int64_t>& shape = in[k]->shape;
+    if (terms[k].size() != shape.size()) return std::nullopt;
+    int64_t stride = 1;
+    for (size_t d = shape.size(); d-- > 0;) {
+      size_t l = letters.find(terms[k][d]);
+      e.size[l] = shape[d];
+      e.stride[k][l] += stride;  // a repeated letter walks the diagonal
+      stride *= shape[d];
+    }
+  }
+  return e;
+}
+
+class CudaDevice final : public Device {
+ public:
+  explicit CudaDevice(int gpu) : gpu_(gpu) {
+    check(cudaSetDevice(gpu_), "cudaSetDevice");
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    // Keep freed memory in the pool: later steps allocate nothing new.
+    cudaMemPool_t pool;
+    check(cudaDeviceGetDefaultMemPool(&pool, gpu_), "cudaDeviceGetDefaultMemPool");
+    uint64_t keep = UINT64_MAX;
+    check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, gpu_), "cudaGetDeviceProperties");
+    name_ = fmt::format("cuda ({}, GPU {})", prop.name, gpu_);
+  }
+  ~CudaDevice() override {
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+  }
+
+  std::string name() const override { return name_; }
+
+  std::string cannot_run(const ir::Module& module, const ir::Function& f, const ir::Op& op) const override {
+    if (activation_row(op.kind) >= 0) return {};
+    switch (op.kind) {
+      case OpKind::Fill:
+      case OpKind::Scale:
+      case OpKind::Add:
+      case OpKind::Sub:
+      case OpKind::Mul:
+      case OpKind::Div:
+      case OpKind::Maximum:
+      case OpKind::Sum:
+      case OpKind::Sgd:
+      case OpKind::Adam:
+      case OpKind::Accumulate:
+      case OpKind::Cast:
+      case OpKind::Reshape: return {};
+      case OpKind::Einsum: {
+        if (f.operands(op).size() > 2) return "an einsum of more than two operands has no CUDA kernel yet";
+        return {};
+      }
+      default:
+        return fmt::format("{} has no CUDA kernel yet (docs/run.md lists the ops that have)", ir::op_name(op.kind));
+    }
+  }
+
+  std::unique_ptr<DeviceValue> upload(const reference::HostTensor& t) override {
+    auto v = std::make_unique<CudaValue>(t.shape, t.dtype, stream_);
+    std::vector<float> host(t.data.begin(), t.data.end());
+    if (v->elements > 0)
+      check(cudaMemcpyAsync(v->data, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice, stream_),
+            "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");  // `host` goes out of scope
+    return v;
+  }
+
+  reference::HostTensor download(const DeviceValue& value) override {
+    const CudaValue& v = cuda_value(value);
+    std::vector<float> host(static_cast<size_t>(v.elements));
+    if (v.elements > 0)
+      check(cudaMemcpyAsync(host.data(), v.data, host.size() * sizeof(float), cudaMemcpyDeviceToHost, stream_),
+            "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    reference::HostTensor t(v.dtype, v.shape);
+    std::copy(host.begin(), host.end(), t.data.begin());
+    return t;
+  }
+
+  std::string compute(const reference::DeviceContext& ctx, std::span<const DeviceValue* const> in,
+                      std::vector<std::unique_ptr<DeviceValue>>& out) override {
+    std::vector<const CudaValue*> x;
+    for (const DeviceValue* v : in) x.push_back(&cuda_value(*v));
+    out.clear();
+    std::vector<CudaValue*> y;
+    for (int i = 0; i < ctx.op.result_count; ++i) {
+      const ir::TensorType& type = ctx.module.value_type(ctx.function, ctx.function.result(ctx.op, i));
+      auto v = std::make_unique<CudaValue>(std::vector<int64_t>(type.shape().begin(), type.shape().end()), type.dtype,
+                                           stream_);
+      y.push_back(v.get());
+      out.push_back(std::move(v));
+    }
+    cudaError_t status = launch(ctx, x, y);
+    if (status != cudaSuccess) return fmt::format("CUDA: {}", cudaGetErrorString(status));
+    return {};
+  }
+
+  void synchronize() override { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+
+ private:
+  cudaError_t launch(const reference::DeviceContext& ctx, const std::vector<const CudaValue*>& x,
+                     const std::vector<CudaValue*>& y) {
+    ir::AttrReader attrs(ctx.module, ctx.function, ctx.op);
+    const int64_t n = y[0]->elements;
+    auto real = [&](std::string_view name) { return static_cast<float>(attrs.real(name)); };
+    if (int row = activation_row(ctx.op.kind); row >= 0) {
+      if (ir::pointwise_ops()[static_cast<size_t>(row)].kind == ctx.op.kind)
+        return cuda::pointwise_forward(row, x[0]->data, y[0]->data, n, stream_);
+      return cuda::pointwise_backward(row, x[0]->data, x[1]->data, y[0]->data, n, stream_);
+    }
+    auto binary = [&](cuda::BinaryOp op) {
+      return cuda::binary(op, x[0]->data, x[1]->data, y[0]->data, n, x[1]->elements, stream_);
+    };
+    switch (ctx.op.kind) {
+      case OpKind::Fill: return cuda::fill(y[0]->data, n, real("value"), stream_);
+      case OpKind::Scale: return cuda::scale(x[0]->data, y[0]->data, n, real("factor"), stream_);
+      case OpKind::Add:
+      case OpKind::Accumulate: return binary(cuda::BinaryOp::Add);
+      case OpKind::Sub: return binary(cuda::BinaryOp::Sub);
+      case OpKind::Mul: return binary(cuda::BinaryOp::Mul);
+      case OpKind::Div: return binary(cuda::BinaryOp::Div);
+      case OpKind::Maximum: return binary(cuda::BinaryOp::Max);
+      case OpKind::Cast:
+      case OpKind::Reshape:
+        return n > 0 ? cudaMemcpyAsync(y[0]->data, x[0]->data, static_cast<size_t>(n) * sizeof(float),
+                                       cudaMemcpyDeviceToDevice, stream_)
+                     : cudaSuccess;
+      case OpKind::Sum:
+        return cuda::sum(x[0]->data, y[0]->data, n, reduce_shape(x[0]->shape, attrs.ints("dims")), stream_);
+      case OpKind::Einsum: {
+        std::optional<cuda::EinsumShape> shape = einsum_shape(attrs.string("spec"), x);
+        if (!shape) return cudaErrorInvalidValue;
+        return cuda::einsum(x[0]->data, x.size() > 1 ? x[1]->data : nullptr, y[0]->data, n, *shape, stream_);
+      }
+      case OpKind::Sgd:
+        return cuda::sgd(x[0]->data, x[1]->data, y[0]->data, n, real("lr"), real("weight_decay"), stream_);
+      case OpKind::Adam: {
+        const double step = static_cast<double>(attrs.integer("step") + ctx.steps_before);
+        cuda::AdamStep p{real("lr"),
+                         real("beta1"),
+                         real("beta2"),
+                         real("eps"),
+                         real("weight_decay"),
+                         static_cast<float>(1 - std::pow(attrs.real("beta1"), step)),
+                         static_cast<float>(1 - std::pow(attrs.real("beta2"), step))};
+        return cuda::adam(x[0]->data, x[1]->data, x[2]->data, x[3]->data, y[0]->data, y[1]->data, y[2]->data, n, p,
+                          stream_);
+      }
+      default: return cudaErrorNotSupported;
+    }
+  }
+
+  int gpu_;
+  cudaStream_t stream_ = nullptr;
+  std::string name_;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> open_cuda_device(int32_t local_rank, std::string& why_not) {
+  int count = 0;
+  if (cudaError_t status = cudaGetDeviceCount(&count); status != cudaSuccess || count == 0) {
+    why_not = status != cudaSuccess ? fmt::format("no usable CUDA device: {}", cudaGetErrorString(status))
+                                    : "no CUDA device found";
+    return nullptr;
+  }
+  try {
+    return std::make_unique<CudaDevice>(local_rank % count);
+  } catch (const CudaError& e) {
+    why_not = e.what();
+    return nullptr;
+  }
+}
+
+}  // namespace dstc::runtime

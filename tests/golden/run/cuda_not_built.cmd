@@ -1,1 +1,0 @@
-run examples/gpt2_megatron.dstrat --device cuda
