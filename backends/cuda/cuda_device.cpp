@@ -154,7 +154,8 @@ class CudaDevice final : public Device {
       case OpKind::Adam:
       case OpKind::Accumulate:
       case OpKind::Cast:
-      case OpKind::Reshape: return {};
+      case OpKind::Reshape:
+      case OpKind::Partialize: return {};
       case OpKind::Einsum: {
         if (f.operands(op).size() > 2) return "an einsum of more than two operands has no CUDA kernel yet";
         return {};
@@ -234,6 +235,15 @@ class CudaDevice final : public Device {
         return n > 0 ? cudaMemcpyAsync(y[0]->data, x[0]->data, static_cast<size_t>(n) * sizeof(float),
                                        cudaMemcpyDeviceToDevice, stream_)
                      : cudaSuccess;
+      case OpKind::Partialize: {
+        // The value on coordinate 0 of the axis, zeros elsewhere: the sum
+        // over the axis is the value.
+        const int axis = static_cast<int>(attrs.integer("axis"));
+        if (ctx.module.mesh().coord(ctx.rank, axis) != 0) return cuda::fill(y[0]->data, n, 0.0f, stream_);
+        return n > 0 ? cudaMemcpyAsync(y[0]->data, x[0]->data, static_cast<size_t>(n) * sizeof(float),
+                                       cudaMemcpyDeviceToDevice, stream_)
+                     : cudaSuccess;
+      }
       case OpKind::Sum:
         return cuda::sum(x[0]->data, y[0]->data, n, reduce_shape(x[0]->shape, attrs.ints("dims")), stream_);
       case OpKind::Einsum: {
