@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "backends/cuda/step_kernels.h"
+#include "backends/reference/logical_layout.h"
 #include "backends/runtime/device.h"
 #include "ir/pointwise_ops.h"
 #include "ir/registry.h"
@@ -118,6 +119,62 @@ std::optional<cuda::EinsumShape> einsum_shape(std::string_view spec, const std::
   return e;
 }
 
+// A tensor as [outer, n, inner] around dim.
+struct Blocks {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+Blocks blocks_along(const std::vector<int64_t>& shape, int dim) {
+  Blocks b;
+  for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
+    if (d < dim) b.outer *= shape[static_cast<size_t>(d)];
+    if (d > dim) b.inner *= shape[static_cast<size_t>(d)];
+  }
+  b.n = shape[static_cast<size_t>(dim)];
+  return b;
+}
+
+// Rows of the last dim.
+struct Rows {
+  int64_t rows = 0, h = 1;
+};
+Rows rows_of(const CudaValue& x) {
+  Rows r;
+  r.h = x.shape.empty() ? 1 : x.shape.back();
+  r.rows = r.h > 0 ? x.elements / r.h : 0;
+  return r;
+}
+
+// The first table row a device holds, as the reference executor finds it
+// (backends/reference/compute_ops.cpp): `offset`, or its coordinate on
+// mesh axis `offset_axis` times its rows.
+int64_t first_row(const reference::DeviceContext& ctx, const ir::AttrReader& attrs, int64_t rows) {
+  int64_t axis = attrs.integer("offset_axis");
+  if (axis < 0 || axis >= ctx.module.mesh().axis_count()) return attrs.integer("offset");
+  return ctx.module.mesh().coord(ctx.rank, static_cast<int>(axis)) * rows;
+}
+
+// q [b, h, s, d], k [b, hkv, t, d], v [b, hkv, t, e]; a shard of q (the
+// sequence split, k and v gathered) starts at its offset in the sequence,
+// which is the keys' last rows.
+cuda::AttentionShape attention_shape(const reference::DeviceContext& ctx, const ir::AttrReader& attrs,
+                                     const CudaValue& q, const CudaValue& k, const CudaValue& v) {
+  const ir::Value& result = ctx.function.values[ctx.function.result(ctx.op)];
+  ir::Layout layout = result.layout != ir::kNoLayout ? ctx.module.layout(result.layout) : ir::Layout{};
+  reference::DevicePlacement where = reference::place_on_device(ctx.module, result.devices, layout, q.shape, ctx.rank);
+  cuda::AttentionShape a{};
+  a.bh = q.shape[0] * q.shape[1];
+  a.s = q.shape[2];
+  a.d = q.shape[3];
+  a.t = k.shape[2];
+  a.e = v.shape[3];
+  a.group = q.shape[1] / k.shape[1];
+  a.first_query = where.offset[2] + (k.shape[2] - where.logical_shape[2]);
+  a.causal = attrs.boolean("causal");
+  double scale = attrs.real("scale");
+  a.scale = static_cast<float>(scale != 0 ? scale : 1.0 / std::sqrt(static_cast<double>(a.d)));
+  return a;
+}
+
 class CudaDevice final : public Device {
  public:
   explicit CudaDevice(int gpu) : gpu_(gpu) {
@@ -131,9 +188,11 @@ class CudaDevice final : public Device {
     cudaDeviceProp prop{};
     check(cudaGetDeviceProperties(&prop, gpu_), "cudaGetDeviceProperties");
     name_ = fmt::format("cuda ({}, GPU {})", prop.name, gpu_);
+    check(cudaMalloc(&flag_, sizeof(int)), "cudaMalloc");
   }
   ~CudaDevice() override {
     cudaStreamSynchronize(stream_);
+    cudaFree(flag_);
     cudaStreamDestroy(stream_);
   }
 
@@ -155,7 +214,18 @@ class CudaDevice final : public Device {
       case OpKind::Accumulate:
       case OpKind::Cast:
       case OpKind::Reshape:
-      case OpKind::Partialize: return {};
+      case OpKind::Partialize:
+      case OpKind::Slice:
+      case OpKind::Concat:
+      case OpKind::LayerNorm:
+      case OpKind::LayerNormGrad:
+      case OpKind::LayerNormWeightGrad:
+      case OpKind::Embedding:
+      case OpKind::EmbeddingGrad:
+      case OpKind::CrossEntropy:
+      case OpKind::CrossEntropyGrad:
+      case OpKind::Attention:
+      case OpKind::AttentionGrad: return {};
       case OpKind::Einsum: {
         if (f.operands(op).size() > 2) return "an einsum of more than two operands has no CUDA kernel yet";
         return {};
@@ -202,6 +272,12 @@ class CudaDevice final : public Device {
     }
     cudaError_t status = launch(ctx, x, y);
     if (status != cudaSuccess) return fmt::format("CUDA: {}", cudaGetErrorString(status));
+    if (ctx.op.kind == OpKind::CrossEntropy || ctx.op.kind == OpKind::CrossEntropyGrad) {
+      int bad = 0;
+      check(cudaMemcpyAsync(&bad, flag_, sizeof(int), cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync");
+      check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+      if (bad) return "a label is outside the logits' classes";
+    }
     return {};
   }
 
@@ -244,6 +320,77 @@ class CudaDevice final : public Device {
                                        cudaMemcpyDeviceToDevice, stream_)
                      : cudaSuccess;
       }
+      case OpKind::Slice: {
+        const int dim = normalized(attrs.integer("dim"), static_cast<int>(x[0]->shape.size()));
+        const Blocks b = blocks_along(x[0]->shape, dim);
+        const int64_t m = y[0]->shape[static_cast<size_t>(dim)];
+        return cuda::copy_rows(x[0]->data, y[0]->data, b.outer, b.n, attrs.integer("start"), m, 0, m, b.inner, stream_);
+      }
+      case OpKind::Concat: {
+        const int dim = normalized(attrs.integer("dim"), static_cast<int>(x[0]->shape.size()));
+        const int64_t m = y[0]->shape[static_cast<size_t>(dim)];
+        int64_t offset = 0;
+        for (const CudaValue* part : x) {
+          const Blocks b = blocks_along(part->shape, dim);
+          if (cudaError_t e =
+                  cuda::copy_rows(part->data, y[0]->data, b.outer, b.n, 0, m, offset, b.n, b.inner, stream_);
+              e != cudaSuccess)
+            return e;
+          offset += b.n;
+        }
+        return cudaSuccess;
+      }
+      case OpKind::LayerNorm: {
+        const Rows r = rows_of(*x[0]);
+        return cuda::layernorm(x[0]->data, x[1]->data, x[2]->data, y[0]->data, r.rows, r.h, real("eps"), stream_);
+      }
+      case OpKind::LayerNormGrad: {
+        const Rows r = rows_of(*x[1]);
+        return cuda::layernorm_grad(x[0]->data, x[1]->data, x[2]->data, y[0]->data, r.rows, r.h, real("eps"), stream_);
+      }
+      case OpKind::LayerNormWeightGrad: {
+        const Rows r = rows_of(*x[1]);
+        CudaValue stats({2 * r.rows}, ir::DType::F32, stream_);
+        return cuda::layernorm_weight_grad(x[0]->data, x[1]->data, y[0]->data, y[1]->data, stats.data, r.rows, r.h,
+                                           real("eps"), stream_);
+      }
+      case OpKind::Embedding:
+        return cuda::embedding(x[0]->data, x[1]->data, y[0]->data, x[1]->elements, x[0]->shape[0], x[0]->shape[1],
+                               first_row(ctx, attrs, x[0]->shape[0]), stream_);
+      case OpKind::EmbeddingGrad:
+        return cuda::embedding_grad(x[0]->data, x[1]->data, y[0]->data, x[1]->elements, y[0]->shape[0], y[0]->shape[1],
+                                    first_row(ctx, attrs, attrs.integer("vocab")), stream_);
+      case OpKind::CrossEntropy: {
+        const int64_t rows = x[1]->elements, c = x[0]->shape.back();
+        CudaValue losses({rows}, ir::DType::F32, stream_);
+        if (cudaError_t e = clear_flag(); e != cudaSuccess) return e;
+        if (cudaError_t e = cuda::cross_entropy_rows(x[0]->data, x[1]->data, losses.data, flag_, rows, c, stream_);
+            e != cudaSuccess)
+          return e;
+        cuda::ReduceShape all{};
+        all.reduced = 1;
+        all.reduced_size[0] = rows;
+        all.reduced_stride[0] = 1;
+        if (cudaError_t e = cuda::sum(losses.data, y[0]->data, 1, all, stream_); e != cudaSuccess) return e;
+        if (attrs.string("reduction") == "mean" && rows > 0)
+          if (cudaError_t e = cuda::scale(y[0]->data, y[0]->data, 1, 1.0f / static_cast<float>(rows), stream_);
+              e != cudaSuccess)
+            return e;
+        return cudaSuccess;
+      }
+      case OpKind::CrossEntropyGrad: {
+        const int64_t rows = x[2]->elements, c = x[1]->shape.back();
+        const float divisor = attrs.string("reduction") == "mean" && rows > 0 ? static_cast<float>(rows) : 1.0f;
+        if (cudaError_t e = clear_flag(); e != cudaSuccess) return e;
+        return cuda::cross_entropy_grad(x[0]->data, x[1]->data, x[2]->data, y[0]->data, flag_, rows, c, divisor,
+                                        stream_);
+      }
+      case OpKind::Attention:
+        return cuda::attention(x[0]->data, x[1]->data, x[2]->data, y[0]->data,
+                               attention_shape(ctx, attrs, *x[0], *x[1], *x[2]), stream_);
+      case OpKind::AttentionGrad:
+        return cuda::attention_grad(x[0]->data, x[1]->data, x[2]->data, x[3]->data, y[0]->data, y[1]->data, y[2]->data,
+                                    attention_shape(ctx, attrs, *x[1], *x[2], *x[3]), stream_);
       case OpKind::Sum:
         return cuda::sum(x[0]->data, y[0]->data, n, reduce_shape(x[0]->shape, attrs.ints("dims")), stream_);
       case OpKind::Einsum: {
@@ -269,8 +416,11 @@ class CudaDevice final : public Device {
     }
   }
 
+  cudaError_t clear_flag() { return cudaMemsetAsync(flag_, 0, sizeof(int), stream_); }
+
   int gpu_;
   cudaStream_t stream_ = nullptr;
+  int* flag_ = nullptr;  // set by a kernel that meets a label outside the classes
   std::string name_;
 };
 

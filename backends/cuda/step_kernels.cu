@@ -133,6 +133,188 @@ __global__ void adam_kernel(const float* w, const float* g, const float* m, cons
   }
 }
 
+__global__ void copy_rows_kernel(const float* x, float* y, int64_t outer, int64_t n, int64_t start, int64_t m,
+                                 int64_t offset, int64_t count, int64_t inner) {
+  DSTC_GRID_LOOP(i, outer * count * inner) {
+    int64_t o = i / (count * inner), rest = i % (count * inner);
+    y[(o * m + offset) * inner + rest] = x[(o * n + start) * inner + rest];
+  }
+}
+
+__device__ void row_stats(const float* x, int64_t h, float eps, float& mean, float& inv) {
+  float sum = 0.0f, var = 0.0f;
+  for (int64_t j = 0; j < h; ++j) sum += x[j];
+  mean = sum / static_cast<float>(h);
+  for (int64_t j = 0; j < h; ++j) var += (x[j] - mean) * (x[j] - mean);
+  inv = 1.0f / sqrtf(var / static_cast<float>(h) + eps);
+}
+
+__global__ void layernorm_kernel(const float* x, const float* gamma, const float* beta, float* y, int64_t rows,
+                                 int64_t h, float eps) {
+  DSTC_GRID_LOOP(r, rows) {
+    const float* px = x + r * h;
+    float mean, inv;
+    row_stats(px, h, eps, mean, inv);
+    for (int64_t j = 0; j < h; ++j) y[r * h + j] = (px[j] - mean) * inv * gamma[j] + beta[j];
+  }
+}
+
+__global__ void layernorm_grad_kernel(const float* dy, const float* x, const float* gamma, float* dx, int64_t rows,
+                                      int64_t h, float eps) {
+  DSTC_GRID_LOOP(r, rows) {
+    const float *px = x + r * h, *pd = dy + r * h;
+    float mean, inv;
+    row_stats(px, h, eps, mean, inv);
+    float mean_g = 0.0f, mean_gx = 0.0f;
+    for (int64_t j = 0; j < h; ++j) {
+      float g = pd[j] * gamma[j];
+      mean_g += g;
+      mean_gx += g * (px[j] - mean) * inv;
+    }
+    mean_g /= static_cast<float>(h);
+    mean_gx /= static_cast<float>(h);
+    for (int64_t j = 0; j < h; ++j) {
+      float g = pd[j] * gamma[j];
+      dx[r * h + j] = inv * (g - mean_g - (px[j] - mean) * inv * mean_gx);
+    }
+  }
+}
+
+__global__ void row_stats_kernel(const float* x, float* stats, int64_t rows, int64_t h, float eps) {
+  DSTC_GRID_LOOP(r, rows) row_stats(x + r * h, h, eps, stats[2 * r], stats[2 * r + 1]);
+}
+
+// One thread per column, rows in order: no atomics, the reference's order.
+__global__ void layernorm_weight_grad_kernel(const float* dy, const float* x, const float* stats, float* dgamma,
+                                             float* dbeta, int64_t rows, int64_t h) {
+  DSTC_GRID_LOOP(j, h) {
+    float g = 0.0f, b = 0.0f;
+    for (int64_t r = 0; r < rows; ++r) {
+      g += dy[r * h + j] * (x[r * h + j] - stats[2 * r]) * stats[2 * r + 1];
+      b += dy[r * h + j];
+    }
+    dgamma[j] = g;
+    dbeta[j] = b;
+  }
+}
+
+__global__ void embedding_kernel(const float* table, const float* ids, float* y, int64_t tokens, int64_t rows,
+                                 int64_t h, int64_t first_row) {
+  DSTC_GRID_LOOP(i, tokens * h) {
+    int64_t row = static_cast<int64_t>(ids[i / h]) - first_row;
+    y[i] = row >= 0 && row < rows ? table[row * h + i % h] : 0.0f;
+  }
+}
+
+__global__ void embedding_grad_kernel(const float* dy, const float* ids, float* y, int64_t tokens, int64_t rows,
+                                      int64_t h, int64_t first_row) {
+  DSTC_GRID_LOOP(i, tokens * h) {
+    int64_t row = static_cast<int64_t>(ids[i / h]) - first_row;
+    if (row >= 0 && row < rows) atomicAdd(&y[row * h + i % h], dy[i]);
+  }
+}
+
+__global__ void cross_entropy_rows_kernel(const float* logits, const float* labels, float* row_loss, int* bad_label,
+                                          int64_t rows, int64_t c) {
+  DSTC_GRID_LOOP(r, rows) {
+    const float* pl = logits + r * c;
+    int64_t label = static_cast<int64_t>(labels[r]);
+    if (label < 0 || label >= c) {
+      *bad_label = 1;
+      row_loss[r] = 0.0f;
+      continue;
+    }
+    float mx = pl[0], z = 0.0f;
+    for (int64_t j = 1; j < c; ++j) mx = pl[j] > mx ? pl[j] : mx;
+    for (int64_t j = 0; j < c; ++j) z += expf(pl[j] - mx);
+    row_loss[r] = logf(z) + mx - pl[label];
+  }
+}
+
+__global__ void cross_entropy_grad_kernel(const float* dloss, const float* logits, const float* labels, float* y,
+                                          int* bad_label, int64_t rows, int64_t c, float divisor) {
+  DSTC_GRID_LOOP(r, rows) {
+    const float* pl = logits + r * c;
+    float* po = y + r * c;
+    int64_t label = static_cast<int64_t>(labels[r]);
+    if (label < 0 || label >= c) {
+      *bad_label = 1;
+      continue;
+    }
+    const float factor = dloss[0] / divisor;
+    float mx = pl[0], z = 0.0f;
+    for (int64_t j = 1; j < c; ++j) mx = pl[j] > mx ? pl[j] : mx;
+    for (int64_t j = 0; j < c; ++j) z += expf(pl[j] - mx);
+    for (int64_t j = 0; j < c; ++j) po[j] = factor * (expf(pl[j] - mx) / z - (j == label ? 1.0f : 0.0f));
+  }
+}
+
+__device__ int64_t visible_keys(const AttentionShape& a, int64_t i) {
+  if (!a.causal) return a.t;
+  int64_t n = a.first_query + i + 1;
+  return n < 0 ? 0 : (n > a.t ? a.t : n);
+}
+
+__device__ float score(const float* q, const float* k, int64_t d, float scale) {
+  float dot = 0.0f;
+  for (int64_t l = 0; l < d; ++l) dot += q[l] * k[l];
+  return dot * scale;
+}
+
+// One thread per query row: the scores twice (max, then the sum of
+// exponentials), then the weighted values.
+__global__ void attention_kernel(const float* q, const float* k, const float* v, float* y, AttentionShape a) {
+  DSTC_GRID_LOOP(row, a.bh * a.s) {
+    const int64_t b = row / a.s, i = row % a.s, kv = b / a.group, visible = visible_keys(a, i);
+    const float* pq = q + row * a.d;
+    const float* pk = k + kv * a.t * a.d;
+    const float* pv = v + kv * a.t * a.e;
+    float* po = y + row * a.e;
+    float mx = -INFINITY, z = 0.0f;
+    for (int64_t j = 0; j < visible; ++j) mx = fmaxf(mx, score(pq, pk + j * a.d, a.d, a.scale));
+    for (int64_t j = 0; j < visible; ++j) z += expf(score(pq, pk + j * a.d, a.d, a.scale) - mx);
+    for (int64_t l = 0; l < a.e; ++l) po[l] = 0.0f;
+    for (int64_t j = 0; j < visible; ++j) {
+      const float p = expf(score(pq, pk + j * a.d, a.d, a.scale) - mx) / z;
+      for (int64_t l = 0; l < a.e; ++l) po[l] += p * pv[j * a.e + l];
+    }
+  }
+}
+
+// One thread per query row: dq directly, dk and dv added atomically (the
+// rows of a k/v head's queries share them).
+__global__ void attention_grad_kernel(const float* dout, const float* q, const float* k, const float* v, float* dq,
+                                      float* dk, float* dv, AttentionShape a) {
+  DSTC_GRID_LOOP(row, a.bh * a.s) {
+    const int64_t b = row / a.s, i = row % a.s, kv = b / a.group, visible = visible_keys(a, i);
+    const float* pq = q + row * a.d;
+    const float* pk = k + kv * a.t * a.d;
+    const float* pv = v + kv * a.t * a.e;
+    const float* po = dout + row * a.e;
+    float* gq = dq + row * a.d;
+    float* gk = dk + kv * a.t * a.d;
+    float* gv = dv + kv * a.t * a.e;
+    float mx = -INFINITY, z = 0.0f, weighted = 0.0f;
+    for (int64_t j = 0; j < visible; ++j) mx = fmaxf(mx, score(pq, pk + j * a.d, a.d, a.scale));
+    for (int64_t j = 0; j < visible; ++j) z += expf(score(pq, pk + j * a.d, a.d, a.scale) - mx);
+    auto dp = [&](int64_t j) {
+      float sum = 0.0f;
+      for (int64_t l = 0; l < a.e; ++l) sum += po[l] * pv[j * a.e + l];
+      return sum;
+    };
+    for (int64_t j = 0; j < visible; ++j) weighted += expf(score(pq, pk + j * a.d, a.d, a.scale) - mx) / z * dp(j);
+    for (int64_t j = 0; j < visible; ++j) {
+      const float p = expf(score(pq, pk + j * a.d, a.d, a.scale) - mx) / z;
+      const float ds = p * (dp(j) - weighted) * a.scale;
+      for (int64_t l = 0; l < a.e; ++l) atomicAdd(&gv[j * a.e + l], p * po[l]);
+      for (int64_t l = 0; l < a.d; ++l) {
+        gq[l] += ds * pk[j * a.d + l];
+        atomicAdd(&gk[j * a.d + l], ds * pq[l]);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 cudaError_t fill(float* y, int64_t n, float value, cudaStream_t s) {
@@ -183,6 +365,72 @@ cudaError_t sgd(const float* w, const float* g, float* y, int64_t n, float lr, f
 cudaError_t adam(const float* w, const float* g, const float* m, const float* v, float* w_out, float* m_out,
                  float* v_out, int64_t n, const AdamStep& p, cudaStream_t s) {
   adam_kernel<<<blocks(n), kThreads, 0, s>>>(w, g, m, v, w_out, m_out, v_out, n, p);
+  return cudaGetLastError();
+}
+
+cudaError_t copy_rows(const float* x, float* y, int64_t outer, int64_t n, int64_t start, int64_t m, int64_t offset,
+                      int64_t count, int64_t inner, cudaStream_t s) {
+  copy_rows_kernel<<<blocks(outer * count * inner), kThreads, 0, s>>>(x, y, outer, n, start, m, offset, count, inner);
+  return cudaGetLastError();
+}
+
+cudaError_t layernorm(const float* x, const float* gamma, const float* beta, float* y, int64_t rows, int64_t h,
+                      float eps, cudaStream_t s) {
+  layernorm_kernel<<<blocks(rows), kThreads, 0, s>>>(x, gamma, beta, y, rows, h, eps);
+  return cudaGetLastError();
+}
+
+cudaError_t layernorm_grad(const float* dy, const float* x, const float* gamma, float* dx, int64_t rows, int64_t h,
+                           float eps, cudaStream_t s) {
+  layernorm_grad_kernel<<<blocks(rows), kThreads, 0, s>>>(dy, x, gamma, dx, rows, h, eps);
+  return cudaGetLastError();
+}
+
+cudaError_t layernorm_weight_grad(const float* dy, const float* x, float* dgamma, float* dbeta, float* stats,
+                                  int64_t rows, int64_t h, float eps, cudaStream_t s) {
+  row_stats_kernel<<<blocks(rows), kThreads, 0, s>>>(x, stats, rows, h, eps);
+  layernorm_weight_grad_kernel<<<blocks(h), kThreads, 0, s>>>(dy, x, stats, dgamma, dbeta, rows, h);
+  return cudaGetLastError();
+}
+
+cudaError_t embedding(const float* table, const float* ids, float* y, int64_t tokens, int64_t rows, int64_t h,
+                      int64_t first_row, cudaStream_t s) {
+  embedding_kernel<<<blocks(tokens * h), kThreads, 0, s>>>(table, ids, y, tokens, rows, h, first_row);
+  return cudaGetLastError();
+}
+
+cudaError_t embedding_grad(const float* dy, const float* ids, float* y, int64_t tokens, int64_t rows, int64_t h,
+                           int64_t first_row, cudaStream_t s) {
+  fill_kernel<<<blocks(rows * h), kThreads, 0, s>>>(y, rows * h, 0.0f);
+  embedding_grad_kernel<<<blocks(tokens * h), kThreads, 0, s>>>(dy, ids, y, tokens, rows, h, first_row);
+  return cudaGetLastError();
+}
+
+cudaError_t cross_entropy_rows(const float* logits, const float* labels, float* row_loss, int* bad_label, int64_t rows,
+                               int64_t c, cudaStream_t s) {
+  cross_entropy_rows_kernel<<<blocks(rows), kThreads, 0, s>>>(logits, labels, row_loss, bad_label, rows, c);
+  return cudaGetLastError();
+}
+
+cudaError_t cross_entropy_grad(const float* dloss, const float* logits, const float* labels, float* y, int* bad_label,
+                               int64_t rows, int64_t c, float divisor, cudaStream_t s) {
+  cross_entropy_grad_kernel<<<blocks(rows), kThreads, 0, s>>>(dloss, logits, labels, y, bad_label, rows, c, divisor);
+  return cudaGetLastError();
+}
+
+cudaError_t attention(const float* q, const float* k, const float* v, float* y, const AttentionShape& a,
+                      cudaStream_t s) {
+  attention_kernel<<<blocks(a.bh * a.s), kThreads, 0, s>>>(q, k, v, y, a);
+  return cudaGetLastError();
+}
+
+cudaError_t attention_grad(const float* dout, const float* q, const float* k, const float* v, float* dq, float* dk,
+                           float* dv, const AttentionShape& a, cudaStream_t s) {
+  const int64_t bkv = a.bh / a.group;
+  fill_kernel<<<blocks(a.bh * a.s * a.d), kThreads, 0, s>>>(dq, a.bh * a.s * a.d, 0.0f);
+  fill_kernel<<<blocks(bkv * a.t * a.d), kThreads, 0, s>>>(dk, bkv * a.t * a.d, 0.0f);
+  fill_kernel<<<blocks(bkv * a.t * a.e), kThreads, 0, s>>>(dv, bkv * a.t * a.e, 0.0f);
+  attention_grad_kernel<<<blocks(a.bh * a.s), kThreads, 0, s>>>(dout, q, k, v, dq, dk, dv, a);
   return cudaGetLastError();
 }
 
