@@ -6,11 +6,7 @@
 
 #include <cmath>
 
-#if defined(__CUDACC__)
-#define DSTC_HOST_DEVICE __host__ __device__
-#else
-#define DSTC_HOST_DEVICE
-#endif
+#include "ir/host_device.h"
 
 namespace dstc::ir::pointwise {
 

@@ -153,14 +153,86 @@ int64_t first_row(const reference::DeviceContext& ctx, const ir::AttrReader& att
   return ctx.module.mesh().coord(ctx.rank, static_cast<int>(axis)) * rows;
 }
 
+int rank_of(const CudaValue& x) { return static_cast<int>(x.shape.size()); }
+
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= shape[d];
+  }
+  return strides;
+}
+
+// Walks `shape`; each dim not in `dims` steps through the tensor that
+// lacks `dims` (row-major), the dims in `dims` not at all.
+cuda::StridedShape reduced_strides(const std::vector<int64_t>& shape, std::span<const int64_t> dims) {
+  const int rank = static_cast<int>(shape.size());
+  std::vector<bool> reduced(shape.size(), false);
+  for (int64_t d : dims) reduced[static_cast<size_t>(normalized(d, rank))] = true;
+  std::vector<int64_t> kept;
+  for (int d = 0; d < rank; ++d)
+    if (!reduced[static_cast<size_t>(d)]) kept.push_back(shape[static_cast<size_t>(d)]);
+  std::vector<int64_t> kept_strides = row_major_strides(kept);
+  cuda::StridedShape s{};
+  s.dims = rank;
+  for (int d = 0, k = 0; d < rank; ++d) {
+    s.size[d] = shape[static_cast<size_t>(d)];
+    s.stride[d] = reduced[static_cast<size_t>(d)] ? 0 : kept_strides[static_cast<size_t>(k++)];
+  }
+  return s;
+}
+
+// y = x with its dims permuted: y's dim d is x's dim perm[d].
+cuda::StridedShape transposed(const std::vector<int64_t>& x_shape, std::span<const int64_t> perm) {
+  std::vector<int64_t> strides = row_major_strides(x_shape);
+  cuda::StridedShape s{};
+  s.dims = static_cast<int>(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d) {
+    s.size[d] = x_shape[static_cast<size_t>(perm[d])];
+    s.stride[d] = strides[static_cast<size_t>(perm[d])];
+  }
+  return s;
+}
+
+// Where the op's first result, or its operand i, of this shape sits in its
+// logical tensor (as the reference executor places them).
+reference::DevicePlacement placement_of(const reference::DeviceContext& ctx, ir::ValueId v,
+                                        const std::vector<int64_t>& shape) {
+  const ir::Value& value = ctx.function.values[v];
+  ir::Layout layout = value.layout != ir::kNoLayout ? ctx.module.layout(value.layout) : ir::Layout{};
+  return reference::place_on_device(ctx.module, value.devices, layout, shape, ctx.rank);
+}
+reference::DevicePlacement result_placement(const reference::DeviceContext& ctx, const std::vector<int64_t>& shape) {
+  return placement_of(ctx, ctx.function.result(ctx.op), shape);
+}
+reference::DevicePlacement operand_placement(const reference::DeviceContext& ctx, size_t i,
+                                             const std::vector<int64_t>& shape) {
+  return placement_of(ctx, ctx.function.operands(ctx.op)[i], shape);
+}
+
+// The first class of a shard of logits: its offset along the last dim.
+int64_t first_class(const reference::DevicePlacement& where) { return where.offset.empty() ? 0 : where.offset.back(); }
+
+// The routes of gates [..., tokens, experts] into slots [..., capacity, width].
+cuda::Routes routes(const CudaValue& gates, const CudaValue& slots) {
+  const size_t r = gates.shape.size(), sr = slots.shape.size();
+  cuda::Routes routes{};
+  routes.tokens = gates.shape[r - 2];
+  routes.experts = gates.shape[r - 1];
+  routes.groups = routes.tokens * routes.experts > 0 ? gates.elements / (routes.tokens * routes.experts) : 0;
+  routes.capacity = slots.shape[sr - 2];
+  routes.width = slots.shape[sr - 1];
+  return routes;
+}
+
 // q [b, h, s, d], k [b, hkv, t, d], v [b, hkv, t, e]; a shard of q (the
 // sequence split, k and v gathered) starts at its offset in the sequence,
 // which is the keys' last rows.
 cuda::AttentionShape attention_shape(const reference::DeviceContext& ctx, const ir::AttrReader& attrs,
                                      const CudaValue& q, const CudaValue& k, const CudaValue& v) {
-  const ir::Value& result = ctx.function.values[ctx.function.result(ctx.op)];
-  ir::Layout layout = result.layout != ir::kNoLayout ? ctx.module.layout(result.layout) : ir::Layout{};
-  reference::DevicePlacement where = reference::place_on_device(ctx.module, result.devices, layout, q.shape, ctx.rank);
+  reference::DevicePlacement where = result_placement(ctx, q.shape);
   cuda::AttentionShape a{};
   a.bh = q.shape[0] * q.shape[1];
   a.s = q.shape[2];
@@ -225,7 +297,31 @@ class CudaDevice final : public Device {
       case OpKind::CrossEntropy:
       case OpKind::CrossEntropyGrad:
       case OpKind::Attention:
-      case OpKind::AttentionGrad: return {};
+      case OpKind::AttentionGrad:
+      case OpKind::ReduceMax:
+      case OpKind::ReduceMaxGrad:
+      case OpKind::Expand:
+      case OpKind::Transpose:
+      case OpKind::Exp:
+      case OpKind::Sqrt:
+      case OpKind::Softmax:
+      case OpKind::SoftmaxGrad:
+      case OpKind::LogSoftmax:
+      case OpKind::LogSoftmaxGrad:
+      case OpKind::RmsNorm:
+      case OpKind::RmsNormGrad:
+      case OpKind::RmsNormWeightGrad:
+      case OpKind::Rope:
+      case OpKind::CrossEntropyParts:
+      case OpKind::CrossEntropyTotal:
+      case OpKind::CrossEntropyPartsGrad:
+      case OpKind::Dropout:
+      case OpKind::DropoutGrad:
+      case OpKind::TopK:
+      case OpKind::TopKGrad:
+      case OpKind::Dispatch:
+      case OpKind::Combine:
+      case OpKind::CombineGateGrad: return {};
       case OpKind::Einsum: {
         if (f.operands(op).size() > 2) return "an einsum of more than two operands has no CUDA kernel yet";
         return {};
@@ -391,6 +487,107 @@ class CudaDevice final : public Device {
       case OpKind::AttentionGrad:
         return cuda::attention_grad(x[0]->data, x[1]->data, x[2]->data, x[3]->data, y[0]->data, y[1]->data, y[2]->data,
                                     attention_shape(ctx, attrs, *x[1], *x[2], *x[3]), stream_);
+      case OpKind::ReduceMax:
+        return cuda::reduce_max(x[0]->data, y[0]->data, n, reduce_shape(x[0]->shape, attrs.ints("dims")), stream_);
+      case OpKind::Expand:
+        return cuda::gather_strided(x[0]->data, y[0]->data, n, reduced_strides(y[0]->shape, attrs.ints("dims")),
+                                    stream_);
+      case OpKind::ReduceMaxGrad:
+        return cuda::reduce_max_grad(x[0]->data, x[1]->data, x[2]->data, y[0]->data, n,
+                                     reduced_strides(x[1]->shape, attrs.ints("dims")), stream_);
+      case OpKind::Transpose:
+        return cuda::gather_strided(x[0]->data, y[0]->data, n, transposed(x[0]->shape, attrs.ints("perm")), stream_);
+      case OpKind::Exp: return cuda::unary(cuda::UnaryOp::Exp, x[0]->data, y[0]->data, n, stream_);
+      case OpKind::Sqrt: return cuda::unary(cuda::UnaryOp::Sqrt, x[0]->data, y[0]->data, n, stream_);
+      case OpKind::Softmax:
+      case OpKind::LogSoftmax: {
+        const Blocks b = blocks_along(x[0]->shape, normalized(attrs.integer("dim"), rank_of(*x[0])));
+        return cuda::softmax(x[0]->data, y[0]->data, b.outer, b.n, b.inner, ctx.op.kind == OpKind::LogSoftmax, stream_);
+      }
+      case OpKind::SoftmaxGrad:
+      case OpKind::LogSoftmaxGrad: {
+        const Blocks b = blocks_along(x[1]->shape, normalized(attrs.integer("dim"), rank_of(*x[1])));
+        return cuda::softmax_grad(x[0]->data, x[1]->data, y[0]->data, b.outer, b.n, b.inner,
+                                  ctx.op.kind == OpKind::LogSoftmaxGrad, stream_);
+      }
+      case OpKind::RmsNorm: {
+        const Rows r = rows_of(*x[0]);
+        return cuda::rms_norm(x[0]->data, x.size() > 1 ? x[1]->data : nullptr, y[0]->data, r.rows, r.h, real("eps"),
+                              stream_);
+      }
+      case OpKind::RmsNormGrad: {
+        const Rows r = rows_of(*x[1]);
+        return cuda::rms_norm_grad(x[0]->data, x[1]->data, x.size() > 2 ? x[2]->data : nullptr, y[0]->data, r.rows, r.h,
+                                   real("eps"), stream_);
+      }
+      case OpKind::RmsNormWeightGrad: {
+        const Rows r = rows_of(*x[1]);
+        CudaValue inverse({r.rows}, ir::DType::F32, stream_);
+        return cuda::rms_norm_weight_grad(x[0]->data, x[1]->data, y[0]->data, inverse.data, r.rows, r.h, real("eps"),
+                                          stream_);
+      }
+      case OpKind::Rope: {
+        // Positions are logical: a shard of the sequence starts at its offset.
+        const int dim = normalized(attrs.integer("dim"), rank_of(*x[0]));
+        const int64_t d = x[0]->shape.back();
+        const Blocks b = blocks_along(x[0]->shape, dim);
+        const int64_t first = result_placement(ctx, y[0]->shape).offset[static_cast<size_t>(dim)];
+        return cuda::rope(x[0]->data, y[0]->data, d > 0 ? n / d : 0, d, b.inner, b.n, first, real("base"),
+                          attrs.boolean("inverse") ? -1.0f : 1.0f, stream_);
+      }
+      case OpKind::CrossEntropyParts: {
+        const int64_t rows = x[2]->elements, c = x[0]->shape.back();
+        return cuda::cross_entropy_parts(x[0]->data, x[1]->data, x[2]->data, y[0]->data, y[1]->data, rows, c,
+                                         first_class(operand_placement(ctx, 0, x[0]->shape)), stream_);
+      }
+      case OpKind::CrossEntropyTotal: {
+        CudaValue terms({x[0]->elements}, ir::DType::F32, stream_);
+        return cuda::cross_entropy_total(x[0]->data, x[1]->data, y[0]->data, terms.data, x[0]->elements, stream_);
+      }
+      case OpKind::CrossEntropyPartsGrad: {
+        const int64_t rows = x[4]->elements, c = x[1]->shape.back();
+        return cuda::cross_entropy_parts_grad(x[0]->data, x[1]->data, x[2]->data, x[3]->data, x[4]->data, y[0]->data,
+                                              rows, c, first_class(result_placement(ctx, y[0]->shape)), stream_);
+      }
+      case OpKind::Dropout: {
+        reference::DevicePlacement where = result_placement(ctx, y[0]->shape);
+        // The mask is drawn over the whole step's batch: micro-batch k
+        // holds rows [k·b, (k+1)·b) of dim 0.
+        if (ctx.op.micro_batch >= 0 && ctx.micro_batches > 1 && !where.offset.empty()) {
+          where.offset[0] += ctx.op.micro_batch * where.logical_shape[0];
+          where.logical_shape[0] *= ctx.micro_batches;
+        }
+        cuda::DropoutPlace place{};
+        place.dims = rank_of(*x[0]);
+        std::vector<int64_t> strides = row_major_strides(where.logical_shape);
+        for (int d = 0; d < place.dims; ++d) {
+          place.size[d] = x[0]->shape[static_cast<size_t>(d)];
+          place.offset[d] = where.offset[static_cast<size_t>(d)];
+          place.logical_stride[d] = strides[static_cast<size_t>(d)];
+        }
+        return cuda::dropout(x[0]->data, y[0]->data, y[1]->data, n, place, real("p"),
+                             static_cast<uint64_t>(attrs.integer("seed")), stream_);
+      }
+      case OpKind::DropoutGrad: {
+        if (cudaError_t e = binary(cuda::BinaryOp::Mul); e != cudaSuccess) return e;
+        return cuda::scale(y[0]->data, y[0]->data, n, 1.0f / (1.0f - real("p")), stream_);
+      }
+      case OpKind::TopK:
+      case OpKind::TopKGrad: {
+        const bool grad = ctx.op.kind == OpKind::TopKGrad;
+        const CudaValue& scores = *x[grad ? 1 : 0];
+        const Blocks b = blocks_along(scores.shape, normalized(attrs.integer("dim"), rank_of(scores)));
+        return cuda::top_k(scores.data, grad ? x[0]->data : nullptr, y[0]->data, b.outer, b.n, b.inner,
+                           attrs.integer("k"), stream_);
+      }
+      case OpKind::Dispatch:
+        return cuda::dispatch(x[0]->data, x[1]->data, y[0]->data, routes(*x[1], *y[0]), attrs.boolean("weighted"),
+                              stream_);
+      case OpKind::Combine:
+        return cuda::combine(x[0]->data, x[1]->data, y[0]->data, routes(*x[1], *x[0]), attrs.boolean("weighted"),
+                             stream_);
+      case OpKind::CombineGateGrad:
+        return cuda::combine_gate_grad(x[0]->data, x[1]->data, x[2]->data, y[0]->data, routes(*x[2], *x[1]), stream_);
       case OpKind::Sum:
         return cuda::sum(x[0]->data, y[0]->data, n, reduce_shape(x[0]->shape, attrs.ints("dims")), stream_);
       case OpKind::Einsum: {

@@ -1,5 +1,6 @@
 #include "backends/cuda/step_kernels.h"
 
+#include "backends/reference/dropout_mask.h"
 #include "ir/pointwise_semantics.h"
 
 namespace dstc::cuda {
@@ -249,6 +250,230 @@ __global__ void cross_entropy_grad_kernel(const float* dloss, const float* logit
   }
 }
 
+__global__ void reduce_max_kernel(const float* x, float* y, int64_t out_elements, ReduceShape shape,
+                                  int64_t reduced_count) {
+  DSTC_GRID_LOOP(o, out_elements) {
+    int64_t base = 0, rest = o;
+    for (int d = shape.kept - 1; d >= 0; --d) {
+      base += rest % shape.kept_size[d] * shape.kept_stride[d];
+      rest /= shape.kept_size[d];
+    }
+    float best = -INFINITY;
+    for (int64_t r = 0; r < reduced_count; ++r) {
+      int64_t offset = base, left = r;
+      for (int d = shape.reduced - 1; d >= 0; --d) {
+        offset += left % shape.reduced_size[d] * shape.reduced_stride[d];
+        left /= shape.reduced_size[d];
+      }
+      best = fmaxf(best, x[offset]);
+    }
+    y[o] = best;
+  }
+}
+
+__device__ int64_t strided_offset(const StridedShape& shape, int64_t i) {
+  int64_t offset = 0;
+  for (int d = shape.dims - 1; d >= 0; --d) {
+    offset += i % shape.size[d] * shape.stride[d];
+    i /= shape.size[d];
+  }
+  return offset;
+}
+
+__global__ void gather_strided_kernel(const float* x, float* y, int64_t n, StridedShape shape) {
+  DSTC_GRID_LOOP(i, n) y[i] = x[strided_offset(shape, i)];
+}
+
+__global__ void reduce_max_grad_kernel(const float* dy, const float* x, const float* y, float* dx, int64_t n,
+                                       StridedShape to_reduced) {
+  DSTC_GRID_LOOP(i, n) {
+    const int64_t r = strided_offset(to_reduced, i);
+    dx[i] = x[i] == y[r] ? dy[r] : 0.0f;
+  }
+}
+
+__global__ void unary_kernel(UnaryOp op, const float* x, float* y, int64_t n) {
+  DSTC_GRID_LOOP(i, n) y[i] = op == UnaryOp::Exp ? expf(x[i]) : sqrtf(x[i]);
+}
+
+// One thread per (outer, inner) line of n elements.
+__global__ void softmax_kernel(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool log) {
+  DSTC_GRID_LOOP(line, outer * inner) {
+    const int64_t base = line / inner * n * inner + line % inner;
+    float mx = -INFINITY, total = 0.0f;
+    for (int64_t j = 0; j < n; ++j) mx = fmaxf(mx, x[base + j * inner]);
+    for (int64_t j = 0; j < n; ++j) total += expf(x[base + j * inner] - mx);
+    const float log_total = logf(total);
+    for (int64_t j = 0; j < n; ++j) {
+      const float shifted = x[base + j * inner] - mx;
+      y[base + j * inner] = log ? shifted - log_total : expf(shifted) / total;
+    }
+  }
+}
+
+__global__ void softmax_grad_kernel(const float* dy, const float* y, float* dx, int64_t outer, int64_t n, int64_t inner,
+                                    bool log) {
+  DSTC_GRID_LOOP(line, outer * inner) {
+    const int64_t base = line / inner * n * inner + line % inner;
+    float total = 0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t at = base + j * inner;
+      total += log ? dy[at] : dy[at] * y[at];
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t at = base + j * inner;
+      dx[at] = log ? dy[at] - expf(y[at]) * total : y[at] * (dy[at] - total);
+    }
+  }
+}
+
+__device__ float rms_inverse(const float* x, int64_t h, float eps) {
+  float sq = 0.0f;
+  for (int64_t j = 0; j < h; ++j) sq += x[j] * x[j];
+  return 1.0f / sqrtf(sq / static_cast<float>(h) + eps);
+}
+
+__global__ void rms_norm_kernel(const float* x, const float* gamma, float* y, int64_t rows, int64_t h, float eps) {
+  DSTC_GRID_LOOP(r, rows) {
+    const float inv = rms_inverse(x + r * h, h, eps);
+    for (int64_t j = 0; j < h; ++j) y[r * h + j] = x[r * h + j] * inv * (gamma ? gamma[j] : 1.0f);
+  }
+}
+
+__global__ void rms_norm_grad_kernel(const float* dy, const float* x, const float* gamma, float* dx, int64_t rows,
+                                     int64_t h, float eps) {
+  DSTC_GRID_LOOP(r, rows) {
+    const float *px = x + r * h, *pd = dy + r * h;
+    const float inv = rms_inverse(px, h, eps);
+    float gx = 0.0f;
+    for (int64_t j = 0; j < h; ++j) gx += pd[j] * (gamma ? gamma[j] : 1.0f) * px[j];
+    gx /= static_cast<float>(h);
+    for (int64_t j = 0; j < h; ++j)
+      dx[r * h + j] = inv * pd[j] * (gamma ? gamma[j] : 1.0f) - px[j] * inv * inv * inv * gx;
+  }
+}
+
+__global__ void rms_inverse_kernel(const float* x, float* inverse, int64_t rows, int64_t h, float eps) {
+  DSTC_GRID_LOOP(r, rows) inverse[r] = rms_inverse(x + r * h, h, eps);
+}
+
+__global__ void rms_norm_weight_grad_kernel(const float* dy, const float* x, const float* inverse, float* dgamma,
+                                            int64_t rows, int64_t h) {
+  DSTC_GRID_LOOP(j, h) {
+    float g = 0.0f;
+    for (int64_t r = 0; r < rows; ++r) g += dy[r * h + j] * x[r * h + j] * inverse[r];
+    dgamma[j] = g;
+  }
+}
+
+__global__ void rope_kernel(const float* x, float* y, int64_t rows, int64_t d, int64_t inner, int64_t positions,
+                            int64_t first_position, float base, float sign) {
+  const int64_t half = d / 2;
+  DSTC_GRID_LOOP(k, rows * half) {
+    const int64_t row = k / half, i = k % half;
+    const int64_t position = first_position + (row * d / inner) % positions;
+    const float angle =
+        static_cast<float>(position) * powf(base, -2.0f * static_cast<float>(i) / static_cast<float>(d));
+    const float c = cosf(angle), sn = sign * sinf(angle);
+    const float* in = x + row * d;
+    float* o = y + row * d;
+    o[i] = in[i] * c - in[i + half] * sn;
+    o[i + half] = in[i + half] * c + in[i] * sn;
+  }
+}
+
+__global__ void cross_entropy_parts_kernel(const float* x, const float* m, const float* labels, float* sums,
+                                           float* picked, int64_t rows, int64_t c, int64_t offset) {
+  DSTC_GRID_LOOP(r, rows) {
+    const float* row = x + r * c;
+    float z = 0.0f;
+    for (int64_t j = 0; j < c; ++j) z += expf(row[j] - m[r]);
+    const int64_t label = static_cast<int64_t>(labels[r]) - offset;
+    sums[r] = z;
+    picked[r] = label >= 0 && label < c ? row[label] - m[r] : 0.0f;
+  }
+}
+
+__global__ void cross_entropy_terms_kernel(const float* sums, const float* picked, float* terms, int64_t rows) {
+  DSTC_GRID_LOOP(r, rows) terms[r] = logf(sums[r]) - picked[r];
+}
+
+__global__ void cross_entropy_parts_grad_kernel(const float* dloss, const float* x, const float* m, const float* sums,
+                                                const float* labels, float* y, int64_t rows, int64_t c,
+                                                int64_t offset) {
+  DSTC_GRID_LOOP(i, rows * c) {
+    const int64_t r = i / c, j = i % c;
+    const int64_t label = static_cast<int64_t>(labels[r]) - offset;
+    y[i] = dloss[0] * (expf(x[i] - m[r]) / sums[r] - (j == label ? 1.0f : 0.0f));
+  }
+}
+
+__global__ void dropout_kernel(const float* x, float* y, float* mask, int64_t n, DropoutPlace place, float p,
+                               uint64_t seed) {
+  DSTC_GRID_LOOP(i, n) {
+    uint64_t logical = 0;
+    int64_t rest = i;
+    for (int d = place.dims - 1; d >= 0; --d) {
+      logical += static_cast<uint64_t>((rest % place.size[d] + place.offset[d]) * place.logical_stride[d]);
+      rest /= place.size[d];
+    }
+    const bool keep = reference::dropout_keep(seed, logical, p);
+    mask[i] = keep ? 1.0f : 0.0f;
+    y[i] = keep ? x[i] / (1.0f - p) : 0.0f;
+  }
+}
+
+// One thread per line: k passes, each taking the largest (value, then the
+// lower index) below the previous pick.
+__global__ void top_k_kernel(const float* x, const float* dy, float* y, int64_t outer, int64_t n, int64_t inner,
+                             int64_t k) {
+  DSTC_GRID_LOOP(line, outer * inner) {
+    const int64_t base = line / inner * n * inner + line % inner;
+    for (int64_t j = 0; j < n; ++j) y[base + j * inner] = 0.0f;
+    float last = INFINITY;
+    int64_t last_j = -1;
+    for (int64_t pick = 0; pick < k && pick < n; ++pick) {
+      int64_t best = -1;
+      for (int64_t j = 0; j < n; ++j) {
+        const float v = x[base + j * inner];
+        const bool below_last = v < last || (v == last && j > last_j);
+        if (below_last && (best < 0 || v > x[base + best * inner])) best = j;
+      }
+      if (best < 0) break;
+      y[base + best * inner] = dy ? dy[base + best * inner] : x[base + best * inner];
+      last = x[base + best * inner];
+      last_j = best;
+    }
+  }
+}
+
+// One thread per (group, expert): its tokens in order, until the capacity
+// is full. kind 0: dispatch, 1: combine, 2: combine_gate_grad.
+__global__ void route_kernel(int kind, const float* in, const float* gates, const float* dz, float* y, Routes r,
+                             bool weighted) {
+  DSTC_GRID_LOOP(ge, r.groups * r.experts) {
+    const int64_t g = ge / r.experts, j = ge % r.experts;
+    int64_t slot = 0;
+    for (int64_t t = 0; t < r.tokens && slot < r.capacity; ++t) {
+      const int64_t token = g * r.tokens + t, at = token * r.experts + j;
+      const float gate = gates[at];
+      if (gate == 0.0f) continue;
+      const int64_t row = (g * r.experts + j) * r.capacity + slot++;
+      if (kind == 0) {
+        for (int64_t i = 0; i < r.width; ++i)
+          y[row * r.width + i] = weighted ? gate * in[token * r.width + i] : in[token * r.width + i];
+      } else if (kind == 1) {
+        for (int64_t i = 0; i < r.width; ++i)
+          atomicAdd(&y[token * r.width + i], weighted ? gate * in[row * r.width + i] : in[row * r.width + i]);
+      } else {
+        float dot = 0.0f;
+        for (int64_t i = 0; i < r.width; ++i) dot += dz[token * r.width + i] * in[row * r.width + i];
+        y[at] = dot;
+      }
+    }
+  }
+}
+
 __device__ int64_t visible_keys(const AttentionShape& a, int64_t i) {
   if (!a.causal) return a.t;
   int64_t n = a.first_query + i + 1;
@@ -431,6 +656,119 @@ cudaError_t attention_grad(const float* dout, const float* q, const float* k, co
   fill_kernel<<<blocks(bkv * a.t * a.d), kThreads, 0, s>>>(dk, bkv * a.t * a.d, 0.0f);
   fill_kernel<<<blocks(bkv * a.t * a.e), kThreads, 0, s>>>(dv, bkv * a.t * a.e, 0.0f);
   attention_grad_kernel<<<blocks(a.bh * a.s), kThreads, 0, s>>>(dout, q, k, v, dq, dk, dv, a);
+  return cudaGetLastError();
+}
+
+cudaError_t reduce_max(const float* x, float* y, int64_t out_elements, const ReduceShape& shape, cudaStream_t s) {
+  int64_t reduced_count = 1;
+  for (int d = 0; d < shape.reduced; ++d) reduced_count *= shape.reduced_size[d];
+  reduce_max_kernel<<<blocks(out_elements), kThreads, 0, s>>>(x, y, out_elements, shape, reduced_count);
+  return cudaGetLastError();
+}
+
+cudaError_t gather_strided(const float* x, float* y, int64_t n, const StridedShape& shape, cudaStream_t s) {
+  gather_strided_kernel<<<blocks(n), kThreads, 0, s>>>(x, y, n, shape);
+  return cudaGetLastError();
+}
+
+cudaError_t reduce_max_grad(const float* dy, const float* x, const float* y, float* dx, int64_t n,
+                            const StridedShape& to_reduced, cudaStream_t s) {
+  reduce_max_grad_kernel<<<blocks(n), kThreads, 0, s>>>(dy, x, y, dx, n, to_reduced);
+  return cudaGetLastError();
+}
+
+cudaError_t unary(UnaryOp op, const float* x, float* y, int64_t n, cudaStream_t s) {
+  unary_kernel<<<blocks(n), kThreads, 0, s>>>(op, x, y, n);
+  return cudaGetLastError();
+}
+
+cudaError_t softmax(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool log, cudaStream_t s) {
+  softmax_kernel<<<blocks(outer * inner), kThreads, 0, s>>>(x, y, outer, n, inner, log);
+  return cudaGetLastError();
+}
+
+cudaError_t softmax_grad(const float* dy, const float* y, float* dx, int64_t outer, int64_t n, int64_t inner, bool log,
+                         cudaStream_t s) {
+  softmax_grad_kernel<<<blocks(outer * inner), kThreads, 0, s>>>(dy, y, dx, outer, n, inner, log);
+  return cudaGetLastError();
+}
+
+cudaError_t rms_norm(const float* x, const float* gamma, float* y, int64_t rows, int64_t h, float eps, cudaStream_t s) {
+  rms_norm_kernel<<<blocks(rows), kThreads, 0, s>>>(x, gamma, y, rows, h, eps);
+  return cudaGetLastError();
+}
+
+cudaError_t rms_norm_grad(const float* dy, const float* x, const float* gamma, float* dx, int64_t rows, int64_t h,
+                          float eps, cudaStream_t s) {
+  rms_norm_grad_kernel<<<blocks(rows), kThreads, 0, s>>>(dy, x, gamma, dx, rows, h, eps);
+  return cudaGetLastError();
+}
+
+cudaError_t rms_norm_weight_grad(const float* dy, const float* x, float* dgamma, float* inverse, int64_t rows,
+                                 int64_t h, float eps, cudaStream_t s) {
+  rms_inverse_kernel<<<blocks(rows), kThreads, 0, s>>>(x, inverse, rows, h, eps);
+  rms_norm_weight_grad_kernel<<<blocks(h), kThreads, 0, s>>>(dy, x, inverse, dgamma, rows, h);
+  return cudaGetLastError();
+}
+
+cudaError_t rope(const float* x, float* y, int64_t rows, int64_t d, int64_t inner, int64_t positions,
+                 int64_t first_position, float base, float sign, cudaStream_t s) {
+  rope_kernel<<<blocks(rows * (d / 2)), kThreads, 0, s>>>(x, y, rows, d, inner, positions, first_position, base, sign);
+  return cudaGetLastError();
+}
+
+cudaError_t cross_entropy_parts(const float* x, const float* m, const float* labels, float* sums, float* picked,
+                                int64_t rows, int64_t c, int64_t offset, cudaStream_t s) {
+  cross_entropy_parts_kernel<<<blocks(rows), kThreads, 0, s>>>(x, m, labels, sums, picked, rows, c, offset);
+  return cudaGetLastError();
+}
+
+cudaError_t cross_entropy_total(const float* sums, const float* picked, float* y, float* scratch, int64_t rows,
+                                cudaStream_t s) {
+  cross_entropy_terms_kernel<<<blocks(rows), kThreads, 0, s>>>(sums, picked, scratch, rows);
+  ReduceShape all{};
+  all.reduced = 1;
+  all.reduced_size[0] = rows;
+  all.reduced_stride[0] = 1;
+  return sum(scratch, y, 1, all, s);
+}
+
+cudaError_t cross_entropy_parts_grad(const float* dloss, const float* x, const float* m, const float* sums,
+                                     const float* labels, float* y, int64_t rows, int64_t c, int64_t offset,
+                                     cudaStream_t s) {
+  cross_entropy_parts_grad_kernel<<<blocks(rows * c), kThreads, 0, s>>>(dloss, x, m, sums, labels, y, rows, c, offset);
+  return cudaGetLastError();
+}
+
+cudaError_t dropout(const float* x, float* y, float* mask, int64_t n, const DropoutPlace& place, float p, uint64_t seed,
+                    cudaStream_t s) {
+  dropout_kernel<<<blocks(n), kThreads, 0, s>>>(x, y, mask, n, place, p, seed);
+  return cudaGetLastError();
+}
+
+cudaError_t top_k(const float* x, const float* dy, float* y, int64_t outer, int64_t n, int64_t inner, int64_t k,
+                  cudaStream_t s) {
+  top_k_kernel<<<blocks(outer * inner), kThreads, 0, s>>>(x, dy, y, outer, n, inner, k);
+  return cudaGetLastError();
+}
+
+cudaError_t dispatch(const float* x, const float* gates, float* y, const Routes& r, bool weighted, cudaStream_t s) {
+  fill_kernel<<<blocks(r.groups * r.experts * r.capacity * r.width), kThreads, 0, s>>>(
+      y, r.groups * r.experts * r.capacity * r.width, 0.0f);
+  route_kernel<<<blocks(r.groups * r.experts), kThreads, 0, s>>>(0, x, gates, nullptr, y, r, weighted);
+  return cudaGetLastError();
+}
+
+cudaError_t combine(const float* slots, const float* gates, float* y, const Routes& r, bool weighted, cudaStream_t s) {
+  fill_kernel<<<blocks(r.groups * r.tokens * r.width), kThreads, 0, s>>>(y, r.groups * r.tokens * r.width, 0.0f);
+  route_kernel<<<blocks(r.groups * r.experts), kThreads, 0, s>>>(1, slots, gates, nullptr, y, r, weighted);
+  return cudaGetLastError();
+}
+
+cudaError_t combine_gate_grad(const float* dz, const float* slots, const float* gates, float* y, const Routes& r,
+                              cudaStream_t s) {
+  fill_kernel<<<blocks(r.groups * r.tokens * r.experts), kThreads, 0, s>>>(y, r.groups * r.tokens * r.experts, 0.0f);
+  route_kernel<<<blocks(r.groups * r.experts), kThreads, 0, s>>>(2, slots, gates, dz, y, r, false);
   return cudaGetLastError();
 }
 

@@ -32,6 +32,28 @@ struct ReduceShape {
   int64_t reduced_size[kMaxDims], reduced_stride[kMaxDims];
 };
 cudaError_t sum(const float* x, float* y, int64_t out_elements, const ReduceShape& shape, cudaStream_t s);
+cudaError_t reduce_max(const float* x, float* y, int64_t out_elements, const ReduceShape& shape, cudaStream_t s);
+
+// y[i] = x[offset(i)]: i walks y's dims (row-major), each dim with its
+// stride in x (0 for a dim x lacks): transposes and broadcasts.
+struct StridedShape {
+  int dims = 0;
+  int64_t size[kMaxDims], stride[kMaxDims];
+};
+cudaError_t gather_strided(const float* x, float* y, int64_t n, const StridedShape& shape, cudaStream_t s);
+// dx[i] = dy[r] where x[i] equals the maximum y[r], else 0 (r: `to_reduced`
+// maps x's index to the reduced tensor's).
+cudaError_t reduce_max_grad(const float* dy, const float* x, const float* y, float* dx, int64_t n,
+                            const StridedShape& to_reduced, cudaStream_t s);
+
+enum class UnaryOp : int { Exp, Sqrt };
+cudaError_t unary(UnaryOp op, const float* x, float* y, int64_t n, cudaStream_t s);
+
+// Softmax and log-softmax along the middle dim of [outer, n, inner], and
+// their gradients from dy and the forward's output y.
+cudaError_t softmax(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool log, cudaStream_t s);
+cudaError_t softmax_grad(const float* dy, const float* y, float* dx, int64_t outer, int64_t n, int64_t inner, bool log,
+                         cudaStream_t s);
 
 // An einsum of one or two operands: letters 0..out_letters-1 index y
 // (row-major), the rest are summed; stride[k][l] is letter l's stride in
@@ -67,6 +89,19 @@ cudaError_t layernorm_grad(const float* dy, const float* x, const float* gamma, 
 cudaError_t layernorm_weight_grad(const float* dy, const float* x, float* dgamma, float* dbeta, float* stats,
                                   int64_t rows, int64_t h, float eps, cudaStream_t s);
 
+// RMS norm over the last dim; gamma may be null (no weight).
+cudaError_t rms_norm(const float* x, const float* gamma, float* y, int64_t rows, int64_t h, float eps, cudaStream_t s);
+cudaError_t rms_norm_grad(const float* dy, const float* x, const float* gamma, float* dx, int64_t rows, int64_t h,
+                          float eps, cudaStream_t s);
+// `inverse` holds rows floats of scratch.
+cudaError_t rms_norm_weight_grad(const float* dy, const float* x, float* dgamma, float* inverse, int64_t rows,
+                                 int64_t h, float eps, cudaStream_t s);
+
+// Rotary embedding of rows of d elements: row r is at position
+// first_position + (r·d / inner) mod positions; `sign` -1 undoes it.
+cudaError_t rope(const float* x, float* y, int64_t rows, int64_t d, int64_t inner, int64_t positions,
+                 int64_t first_position, float base, float sign, cudaStream_t s);
+
 // Rows of the table [rows, h] for each id (id - first_row), zeros for ids
 // of other shards.
 cudaError_t embedding(const float* table, const float* ids, float* y, int64_t tokens, int64_t rows, int64_t h,
@@ -81,6 +116,47 @@ cudaError_t cross_entropy_rows(const float* logits, const float* labels, float* 
                                int64_t c, cudaStream_t s);
 cudaError_t cross_entropy_grad(const float* dloss, const float* logits, const float* labels, float* y, int* bad_label,
                                int64_t rows, int64_t c, float divisor, cudaStream_t s);
+
+// The vocabulary-parallel loss on a shard of the classes starting at
+// `offset`: per row the sum of exp(x - m) and x[label] - m (0 where the
+// label is elsewhere); the total is the sum over rows of log s - p; the
+// gradient dloss·(exp(x - m)/s - [j is the label]).
+cudaError_t cross_entropy_parts(const float* x, const float* m, const float* labels, float* sums, float* picked,
+                                int64_t rows, int64_t c, int64_t offset, cudaStream_t s);
+cudaError_t cross_entropy_total(const float* sums, const float* picked, float* y, float* scratch, int64_t rows,
+                                cudaStream_t s);
+cudaError_t cross_entropy_parts_grad(const float* dloss, const float* x, const float* m, const float* sums,
+                                     const float* labels, float* y, int64_t rows, int64_t c, int64_t offset,
+                                     cudaStream_t s);
+
+// Dropout of x (the local block at `offset` of a tensor of `logical`
+// shape, `dims` dims): y = x/(1-p) where reference::dropout_keep keeps the
+// logical element, else 0; mask 1 or 0.
+struct DropoutPlace {
+  int dims = 0;
+  int64_t size[kMaxDims], offset[kMaxDims], logical_stride[kMaxDims];
+};
+cudaError_t dropout(const float* x, float* y, float* mask, int64_t n, const DropoutPlace& place, float p, uint64_t seed,
+                    cudaStream_t s);
+
+// Along the middle dim (n) of [outer, n, inner]: y keeps the k largest of
+// each line (ties: the lower index) and zeros the rest; the gradient keeps
+// dy at the same places.
+cudaError_t top_k(const float* x, const float* dy, float* y, int64_t outer, int64_t n, int64_t inner, int64_t k,
+                  cudaStream_t s);
+
+// Routing of gates [groups, tokens, experts] into capacity slots
+// [groups·experts·capacity, width], tokens in order per expert (as the
+// reference's for_each_route): dispatch copies token rows into slots
+// (times the gate when weighted), combine adds slot rows back into token
+// rows, combine_gate_grad puts dz·y of each route at its gate.
+struct Routes {
+  int64_t groups, tokens, experts, capacity, width;
+};
+cudaError_t dispatch(const float* x, const float* gates, float* y, const Routes& r, bool weighted, cudaStream_t s);
+cudaError_t combine(const float* slots, const float* gates, float* y, const Routes& r, bool weighted, cudaStream_t s);
+cudaError_t combine_gate_grad(const float* dz, const float* slots, const float* gates, float* y, const Routes& r,
+                              cudaStream_t s);
 
 // Attention over q [bh, s, d], k [bkv, t, d], v [bkv, t, e] with `group`
 // query heads per k/v head; query i sees keys up to first_query + i when

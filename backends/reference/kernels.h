@@ -41,7 +41,6 @@ struct LogicalPlacement {
 };
 void dropout(const HostTensor& x, double p, uint64_t seed, const LogicalPlacement& where, HostTensor& y,
              HostTensor& mask);
-bool dropout_keep(uint64_t seed, uint64_t logical_index, double p);
 void embedding(const HostTensor& table, const HostTensor& ids, int64_t first_row, HostTensor& out);
 // false when a label is outside [0, classes).
 bool cross_entropy(const HostTensor& logits, const HostTensor& labels, bool mean, HostTensor& out);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/reference/dropout_mask.h"
 #include "backends/reference/kernels.h"
 
 namespace dstc::reference::kernels {
@@ -216,14 +217,6 @@ void layernorm(const HostTensor& x, const HostTensor& gamma, const HostTensor& b
     for (int64_t j = 0; j < h; ++j)
       out.data[static_cast<size_t>(r * h + j)] = (px[j] - mean) * inv * gamma.data[j] + beta.data[j];
   }
-}
-
-bool dropout_keep(uint64_t seed, uint64_t logical_index, double p) {
-  uint64_t z = (seed ^ logical_index) + 0x9e3779b97f4a7c15ull;  // SplitMix64
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  return static_cast<double>(z) / 18446744073709551616.0 >= p;
 }
 
 void dropout(const HostTensor& x, double p, uint64_t seed, const LogicalPlacement& where, HostTensor& y,
