@@ -3,6 +3,7 @@
 // step no memory is taken from the driver), ops on one stream with the
 // kernels of step_kernels.h. The ops it has kernels for are listed in
 // cannot_run; a program with others is refused before its first step.
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -321,7 +322,9 @@ class CudaDevice final : public Device {
       case OpKind::TopKGrad:
       case OpKind::Dispatch:
       case OpKind::Combine:
-      case OpKind::CombineGateGrad: return {};
+      case OpKind::CombineGateGrad:
+      case OpKind::Shard:
+      case OpKind::Unshard: return {};
       case OpKind::Einsum: {
         if (f.operands(op).size() > 2) return "an einsum of more than two operands has no CUDA kernel yet";
         return {};
@@ -588,6 +591,32 @@ class CudaDevice final : public Device {
                              stream_);
       case OpKind::CombineGateGrad:
         return cuda::combine_gate_grad(x[0]->data, x[1]->data, x[2]->data, y[0]->data, routes(*x[2], *x[1]), stream_);
+      case OpKind::Shard: {
+        const int64_t index = ctx.module.mesh().coord(ctx.rank, static_cast<int>(attrs.integer("axis")));
+        if (attrs.boolean("flat")) {
+          // Chunk `index` of the flattened tensor, the last one padded with zeros.
+          const int64_t begin = std::min(index * n, x[0]->elements), copied = std::min(n, x[0]->elements - begin);
+          if (cudaError_t e = cudaMemsetAsync(y[0]->data, 0, static_cast<size_t>(n) * sizeof(float), stream_);
+              e != cudaSuccess)
+            return e;
+          return copied > 0
+                     ? cudaMemcpyAsync(y[0]->data, x[0]->data + begin, static_cast<size_t>(copied) * sizeof(float),
+                                       cudaMemcpyDeviceToDevice, stream_)
+                     : cudaSuccess;
+        }
+        const int dim = normalized(attrs.integer("dim"), rank_of(*x[0]));
+        const Blocks b = blocks_along(x[0]->shape, dim);
+        const int64_t m = b.n / attrs.integer("parts");
+        return cuda::copy_rows(x[0]->data, y[0]->data, b.outer, b.n, index * m, m, 0, m, b.inner, stream_);
+      }
+      case OpKind::Unshard: {
+        const int64_t index = ctx.module.mesh().coord(ctx.rank, static_cast<int>(attrs.integer("axis")));
+        const int dim = normalized(attrs.integer("dim"), rank_of(*x[0]));
+        const Blocks b = blocks_along(x[0]->shape, dim);
+        if (cudaError_t e = cuda::fill(y[0]->data, n, 0.0f, stream_); e != cudaSuccess) return e;
+        return cuda::copy_rows(x[0]->data, y[0]->data, b.outer, b.n, 0, y[0]->shape[static_cast<size_t>(dim)],
+                               index * b.n, b.n, b.inner, stream_);
+      }
       case OpKind::Sum:
         return cuda::sum(x[0]->data, y[0]->data, n, reduce_shape(x[0]->shape, attrs.ints("dims")), stream_);
       case OpKind::Einsum: {
