@@ -13,7 +13,12 @@ const reference::HostTensor& tensor_of(const DeviceValue& v) { return static_cas
 
 }  // namespace
 
-std::unique_ptr<DeviceValue> CpuDevice::upload(const reference::HostTensor& t) { return std::make_unique<CpuValue>(t); }
+// Rounded as every stored value is (a collective's sum, a received value).
+std::unique_ptr<DeviceValue> CpuDevice::upload(const reference::HostTensor& t) {
+  auto v = std::make_unique<CpuValue>(t);
+  reference::round_to_storage(v->tensor, arithmetic_);
+  return v;
+}
 
 reference::HostTensor CpuDevice::download(const DeviceValue& v) { return tensor_of(v); }
 

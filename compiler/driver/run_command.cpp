@@ -1,7 +1,7 @@
 // dstc run FILE: executes a strategy's training steps for real, one rank
-// per device of its mesh, on the CPU device (docs/run.md). Under mpirun
-// each process is a rank and talks over MPI; started by itself, dstc run
-// runs the ranks as threads. --check compares the first step on every rank
+// per device of its mesh, on the CPU or CUDA device (docs/run.md). Under
+// mpirun each process is a rank and talks over MPI; under torchrun over
+// TCP; started by itself, dstc run runs the ranks as threads. --check compares the first step on every rank
 // with the reference executor, which `dstc verify` proves equal to the
 // single-device model.
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include "backends/runtime/cpu_device.h"
 #include "backends/runtime/launch.h"
 #include "backends/runtime/mpi_communicator.h"
+#include "backends/runtime/tcp_communicator.h"
 #include "backends/runtime/training_run.h"
 #include "compiler/compile_strategy.h"
 #include "compiler/driver/cli.h"
@@ -36,8 +37,9 @@ struct RunOptions {
   int32_t ranks = 0;  // 0: as many as the strategy's mesh has devices
   runtime::TrainingRunOptions training;
   std::string arithmetic = "f32";
-  double tolerance = 0;  // 0: reference::default_tolerance
-  std::string trace;     // the Chrome trace to write, or ""
+  double tolerance = 0;             // 0: reference::default_tolerance
+  double rendezvous_timeout = 300;  // torchrun's ranks, seconds
+  std::string trace;                // the Chrome trace to write, or ""
 };
 
 // Every partition of the ranks into groups that a collective op of `f`
@@ -116,12 +118,6 @@ int run_strategy(CommandContext& ctx, RunOptions& o) {
     if (speaks) ctx.err << "dstc run: error: the CUDA device computes in f32: --arithmetic f32\n";
     return kExitUsage;
   }
-  if (launch->launcher == runtime::Launcher::Torchrun) {
-    if (speaks)
-      ctx.err << "dstc run: error: dstc run's ranks talk over MPI: start them with mpirun -np N, or let dstc run "
-                 "start them itself\n";
-    return kExitInputErrors;
-  }
   SourceManager sources;
   DiagnosticEngine diags(sources);
   auto finish = [&](int code) {
@@ -175,7 +171,9 @@ int run_strategy(CommandContext& ctx, RunOptions& o) {
   }
   if (speaks)
     ctx.out << fmt::format("{}: {} ranks ({}), {} device, {} arithmetic, seed {}\n", strategy.name, needed,
-                           launch->launcher == runtime::Launcher::Mpirun ? "mpirun processes" : "threads of dstc run",
+                           launch->launcher == runtime::Launcher::Itself
+                               ? std::string("threads of dstc run")
+                               : fmt::format("{} processes", runtime::launcher_name(launch->launcher)),
                            first->name(), o.arithmetic, o.training.seed);
   auto on_step = [&](const runtime::StepFigures& s) { print_step(ctx.out, s); };
   runtime::TrainingRunReport report;
@@ -189,6 +187,21 @@ int run_strategy(CommandContext& ctx, RunOptions& o) {
       report = runtime::run_training(compiled->module, *step, comm, *first, o.training, on_step);
     } catch (const std::exception& e) {
       comm.abort(e.what());
+    }
+  } else if (launch->launcher == runtime::Launcher::Torchrun) {
+    std::optional<runtime::TcpCommunicator> comm;
+    try {
+      comm.emplace(*launch, o.rendezvous_timeout);
+      report = runtime::run_training(compiled->module, *step, *comm, *first, o.training, on_step);
+    } catch (const runtime::PeerFailed& e) {
+      ctx.err << fmt::format("dstc run: error: rank {}: {}\n", launch->rank, e.what());
+      return kExitInputErrors;
+    } catch (const std::exception& e) {
+      if (!comm) {
+        ctx.err << fmt::format("dstc run: error: {}\n", e.what());
+        return kExitInputErrors;
+      }
+      comm->abort(e.what());
     }
   } else {
     std::optional<std::string> failure;
@@ -254,6 +267,10 @@ Command add_run_command(CLI::App& root) {
                 "Compare the first step on every rank with the reference executor (what dstc verify checks)");
   sub->add_option("--tol", o->tolerance, "Largest accepted error of --check (default as dstc verify's)")
       ->check(CLI::PositiveNumber);
+  sub->add_option("--rendezvous-timeout", o->rendezvous_timeout,
+                  "Under torchrun: seconds to wait for every rank to join rank 0 at MASTER_ADDR:MASTER_PORT")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   sub->add_option("--trace", o->trace,
                   "Write a Chrome trace (Perfetto) of the last step on every rank, as the simulator's --trace does")
       ->check(non_empty_path());
