@@ -29,4 +29,15 @@ for cmd in tests/golden/verify/*.cmd; do
     continue
   step run --device cuda "${args[@]:1}" --check --steps 2
 done
+# Ranks as processes, as torchrun starts them (TCP between them, one GPU).
+echo "\$ 8 processes with torchrun's variables: dstc run --device cuda gpt2_megatron --check" | tee -a "$log"
+for r in $(seq 0 7); do
+  env RANK=$r WORLD_SIZE=8 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=29533 timeout 240 "$dstc" run \
+    --device cuda examples/gpt2_megatron.dstrat -D layers=2 -D hidden=16 -D heads=4 -D seq=8 -D vocab=64 --check \
+    >"$out/rank$r.log" 2>&1 &
+done
+wait
+cat "$out/rank0.log" >>"$log"
+cat "$out"/rank[1-7].log >>"$log"
+rm -f "$out"/rank*.log
 cat "$log"
