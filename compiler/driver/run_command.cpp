@@ -105,6 +105,28 @@ void print_report(std::ostream& out, const runtime::TrainingRunReport& report) {
   }
 }
 
+// The simulator's step time for the same program on the strategy's cluster
+// (or --cluster), beside the measured one. Only the CUDA device's time is
+// compared: the CPU device is a correctness device, not the cluster's GPUs.
+void print_prediction(std::ostream& out, const compiler::LogicalProgram& program, const LoadedStrategy& loaded,
+                      const ir::Module& module, const runtime::TrainingRunReport& report, bool cuda) {
+  SourceManager sources;
+  DiagnosticEngine quiet(sources);
+  std::optional<htae::SimReport> sim = htae::simulate(module, loaded.cluster, simulation_options(program), quiet);
+  if (!sim) return;
+  out << fmt::format("simulated on {}: step time {}", loaded.cluster.name, step_time(sim->step_time_s));
+  std::vector<double> timed;
+  for (const runtime::StepFigures& s : report.steps)
+    if (!s.warmup) timed.push_back(s.seconds);
+  if (cuda && !timed.empty()) {
+    std::sort(timed.begin(), timed.end());
+    const double measured = timed[timed.size() / 2];
+    out << fmt::format(", {:+.1f} % from the measured {} (compare where the cluster file describes this machine)",
+                       100 * (sim->step_time_s - measured) / measured, step_time(measured));
+  }
+  out << "\n";
+}
+
 int run_strategy(CommandContext& ctx, RunOptions& o) {
   std::string launch_error;
   std::optional<runtime::LaunchEnvironment> launch = runtime::detect_launch(std::getenv, launch_error);
@@ -220,6 +242,7 @@ int run_strategy(CommandContext& ctx, RunOptions& o) {
   }
   if (!speaks) return kExitSuccess;
   print_report(ctx.out, report);
+  print_prediction(ctx.out, *program, *loaded, compiled->module, report, cuda);
   if (!o.trace.empty()) {
     std::vector<ir::Rank> ranks;
     for (ir::Rank r = 0; r < compiled->module.mesh().size(); ++r) ranks.push_back(r);
@@ -243,6 +266,9 @@ Command add_run_command(CLI::App& root) {
   CLI::App* sub = root.add_subcommand("run", "Execute a strategy's training steps, one rank per device");
   sub->add_option("file", o->request.file, "The .dstrat file")->required();
   sub->add_option("--strategy", o->request.strategy, "The strategy to run (default: the file's only one)");
+  sub->add_option("--cluster", o->request.cluster,
+                  "The cluster file the simulator predicts the step on, to compare (default: the strategy's)")
+      ->transform(found_in_stdlib());
   sub->add_option("-D", o->request.defines, "Set a model or strategy parameter: -D name=value")
       ->allow_extra_args(false);
   sub->add_option("--device", o->device, "Where each rank computes: cpu, or cuda (a GPU per local rank)")

@@ -70,6 +70,10 @@ TEST(RunCommand, StepsTrainOnTheUpdatedWeights) {
     if (size_t at = line.find(" loss "); line.starts_with("step ") && at != std::string::npos)
       losses.push_back(std::stod(line.substr(at + 6)));
   ASSERT_EQ(losses.size(), 4u) << out.str();  // one warm-up step, three timed
+  // The prediction for the strategy's cluster beside it; no error is given
+  // for the CPU device.
+  EXPECT_NE(out.str().find("simulated on 8x TITAN Xp"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("% from the measured"), std::string::npos) << out.str();
   for (size_t i = 1; i < losses.size(); ++i) EXPECT_LT(losses[i], losses[i - 1]) << out.str();
 }
 
