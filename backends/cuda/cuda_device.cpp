@@ -5,14 +5,18 @@
 // cannot_run; a program with others is refused before its first step.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <stdexcept>
+#include <tuple>
 
+#include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
 #include "backends/cuda/step_kernels.h"
 #include "backends/reference/logical_layout.h"
 #include "backends/runtime/device.h"
+#include "ir/einsum_gemm.h"
 #include "ir/pointwise_ops.h"
 #include "ir/registry.h"
 
@@ -28,6 +32,63 @@ struct CudaError : std::runtime_error {
 
 void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) throw CudaError(fmt::format("{}: {}", what, cudaGetErrorString(status)));
+}
+
+void check(cublasStatus_t status, const char* what) {
+  if (status != CUBLAS_STATUS_SUCCESS) throw CudaError(fmt::format("{}: {}", what, cublasLtGetStatusString(status)));
+}
+
+constexpr size_t kWorkspaceBytes = 32 << 20;  // cuBLAS's recommendation for Hopper
+
+// The cuBLASLt call of one GEMM plan: descriptors and the heuristic's
+// algorithm, made once per plan.
+struct GemmCall {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  ~GemmCall() {
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (desc) cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+// Row-major y[m, n] = op(L)[m, k] · op(R)[k, n] is column-major
+// y^T[n, m] = op(R)^T · op(L)^T: cuBLAS's A is R, its B is L. FP32 inputs
+// and FP32 compute (no TF32: the step must match the reference's f32).
+std::unique_ptr<GemmCall> make_gemm_call(cublasLtHandle_t lt, const ir::GemmPlan& p) {
+  auto call = std::make_unique<GemmCall>();
+  check(cublasLtMatmulDescCreate(&call->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  cublasOperation_t op_a = p.transpose_r ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = p.transpose_l ? CUBLAS_OP_T : CUBLAS_OP_N;
+  check(cublasLtMatmulDescSetAttribute(call->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a), "TRANSA");
+  check(cublasLtMatmulDescSetAttribute(call->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b), "TRANSB");
+  auto layout = [&](cublasLtMatrixLayout_t* l, int64_t rows, int64_t cols, int64_t stride) {
+    check(cublasLtMatrixLayoutCreate(l, CUDA_R_32F, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), rows),
+          "cublasLtMatrixLayoutCreate");
+    int32_t count = static_cast<int32_t>(p.batch);
+    check(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count), "BATCH");
+    check(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride),
+          "STRIDE");
+  };
+  // R stored [k, n] row-major is column-major [n, k]; stored [n, k] it is [k, n].
+  layout(&call->a, p.transpose_r ? p.k : p.n, p.transpose_r ? p.n : p.k, p.k * p.n);
+  layout(&call->b, p.transpose_l ? p.m : p.k, p.transpose_l ? p.k : p.m, p.m * p.k);
+  layout(&call->c, p.n, p.m, p.m * p.n);
+  cublasLtMatmulPreference_t preference = nullptr;
+  check(cublasLtMatmulPreferenceCreate(&preference), "cublasLtMatmulPreferenceCreate");
+  size_t workspace = kWorkspaceBytes;
+  check(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+                                             sizeof workspace),
+        "MAX_WORKSPACE_BYTES");
+  cublasLtMatmulHeuristicResult_t found{};
+  int count = 0;
+  cublasStatus_t status =
+      cublasLtMatmulAlgoGetHeuristic(lt, call->desc, call->a, call->b, call->c, call->c, preference, 1, &found, &count);
+  cublasLtMatmulPreferenceDestroy(preference);
+  if (status != CUBLAS_STATUS_SUCCESS || count == 0) return nullptr;
+  call->algo = found.algo;
+  return call;
 }
 
 struct CudaValue final : DeviceValue {
@@ -262,9 +323,14 @@ class CudaDevice final : public Device {
     check(cudaGetDeviceProperties(&prop, gpu_), "cudaGetDeviceProperties");
     name_ = fmt::format("cuda ({}, GPU {})", prop.name, gpu_);
     check(cudaMalloc(&flag_, sizeof(int)), "cudaMalloc");
+    check(cudaMalloc(&workspace_, kWorkspaceBytes), "cudaMalloc");
+    check(cublasLtCreate(&lt_), "cublasLtCreate");
   }
   ~CudaDevice() override {
     cudaStreamSynchronize(stream_);
+    gemm_calls_.clear();
+    cublasLtDestroy(lt_);
+    cudaFree(workspace_);
     cudaFree(flag_);
     cudaStreamDestroy(stream_);
   }
@@ -620,6 +686,17 @@ class CudaDevice final : public Device {
       case OpKind::Sum:
         return cuda::sum(x[0]->data, y[0]->data, n, reduce_shape(x[0]->shape, attrs.ints("dims")), stream_);
       case OpKind::Einsum: {
+        if (x.size() == 2)
+          if (std::optional<ir::GemmPlan> plan = ir::plan_gemm(attrs.string("spec"), x[0]->shape, x[1]->shape))
+            if (const GemmCall* call = gemm_call(*plan)) {
+              const CudaValue& l = *x[plan->swapped ? 1 : 0];
+              const CudaValue& r = *x[plan->swapped ? 0 : 1];
+              const float one = 1.0f, zero = 0.0f;
+              cublasStatus_t s =
+                  cublasLtMatmul(lt_, call->desc, &one, r.data, call->a, l.data, call->b, &zero, y[0]->data, call->c,
+                                 y[0]->data, call->c, &call->algo, workspace_, kWorkspaceBytes, stream_);
+              return s == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorUnknown;
+            }
         std::optional<cuda::EinsumShape> shape = einsum_shape(attrs.string("spec"), x);
         if (!shape) return cudaErrorInvalidValue;
         return cuda::einsum(x[0]->data, x.size() > 1 ? x[1]->data : nullptr, y[0]->data, n, *shape, stream_);
@@ -644,9 +721,21 @@ class CudaDevice final : public Device {
 
   cudaError_t clear_flag() { return cudaMemsetAsync(flag_, 0, sizeof(int), stream_); }
 
+  // The cuBLASLt call of a plan, made on first use; nullptr when cuBLASLt
+  // has no algorithm for it (the einsum kernel runs it instead).
+  const GemmCall* gemm_call(const ir::GemmPlan& p) {
+    auto key = std::make_tuple(p.batch, p.m, p.n, p.k, p.transpose_l, p.transpose_r);
+    auto it = gemm_calls_.find(key);
+    if (it == gemm_calls_.end()) it = gemm_calls_.emplace(key, make_gemm_call(lt_, p)).first;
+    return it->second.get();
+  }
+
   int gpu_;
   cudaStream_t stream_ = nullptr;
   int* flag_ = nullptr;  // set by a kernel that meets a label outside the classes
+  cublasLtHandle_t lt_ = nullptr;
+  void* workspace_ = nullptr;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, bool, bool>, std::unique_ptr<GemmCall>> gemm_calls_;
   std::string name_;
 };
 
