@@ -13,6 +13,8 @@ int blocks(int64_t n) {
   return static_cast<int>(b < 65535 ? (b > 0 ? b : 1) : 65535);
 }
 
+int reduce_blocks(int64_t outputs) { return static_cast<int>(outputs < 65535 ? (outputs > 0 ? outputs : 1) : 65535); }
+
 #define DSTC_GRID_LOOP(i, n) \
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); i += int64_t{gridDim.x} * blockDim.x)
 
@@ -72,24 +74,36 @@ __global__ void pointwise_backward_kernel(int which, const float* dy, const floa
   DSTC_GRID_LOOP(i, n) y[i] = activation_backward(which, dy[i], v[i]);
 }
 
-// One thread per output element; the reduced elements in x's order.
-__global__ void sum_kernel(const float* x, float* y, int64_t out_elements, ReduceShape shape, int64_t reduced_count) {
-  DSTC_GRID_LOOP(o, out_elements) {
+// One block per output element: its threads stride over the reduced
+// elements, then sum (or take the maximum of) their partial results.
+__global__ void reduce_kernel(const float* x, float* y, int64_t out_elements, ReduceShape shape, int64_t reduced_count,
+                              bool max) {
+  __shared__ float partial[kThreads];
+  for (int64_t o = blockIdx.x; o < out_elements; o += gridDim.x) {
     int64_t base = 0, rest = o;
     for (int d = shape.kept - 1; d >= 0; --d) {
       base += rest % shape.kept_size[d] * shape.kept_stride[d];
       rest /= shape.kept_size[d];
     }
-    float total = 0.0f;
-    for (int64_t r = 0; r < reduced_count; ++r) {
+    float acc = max ? -INFINITY : 0.0f;
+    for (int64_t r = threadIdx.x; r < reduced_count; r += blockDim.x) {
       int64_t offset = base, left = r;
       for (int d = shape.reduced - 1; d >= 0; --d) {
         offset += left % shape.reduced_size[d] * shape.reduced_stride[d];
         left /= shape.reduced_size[d];
       }
-      total += x[offset];
+      acc = max ? fmaxf(acc, x[offset]) : acc + x[offset];
     }
-    y[o] = total;
+    partial[threadIdx.x] = acc;
+    __syncthreads();
+    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+      if (threadIdx.x < half)
+        partial[threadIdx.x] = max ? fmaxf(partial[threadIdx.x], partial[threadIdx.x + half])
+                                   : partial[threadIdx.x] + partial[threadIdx.x + half];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) y[o] = partial[0];
+    __syncthreads();
   }
 }
 
@@ -247,27 +261,6 @@ __global__ void cross_entropy_grad_kernel(const float* dloss, const float* logit
     for (int64_t j = 1; j < c; ++j) mx = pl[j] > mx ? pl[j] : mx;
     for (int64_t j = 0; j < c; ++j) z += expf(pl[j] - mx);
     for (int64_t j = 0; j < c; ++j) po[j] = factor * (expf(pl[j] - mx) / z - (j == label ? 1.0f : 0.0f));
-  }
-}
-
-__global__ void reduce_max_kernel(const float* x, float* y, int64_t out_elements, ReduceShape shape,
-                                  int64_t reduced_count) {
-  DSTC_GRID_LOOP(o, out_elements) {
-    int64_t base = 0, rest = o;
-    for (int d = shape.kept - 1; d >= 0; --d) {
-      base += rest % shape.kept_size[d] * shape.kept_stride[d];
-      rest /= shape.kept_size[d];
-    }
-    float best = -INFINITY;
-    for (int64_t r = 0; r < reduced_count; ++r) {
-      int64_t offset = base, left = r;
-      for (int d = shape.reduced - 1; d >= 0; --d) {
-        offset += left % shape.reduced_size[d] * shape.reduced_stride[d];
-        left /= shape.reduced_size[d];
-      }
-      best = fmaxf(best, x[offset]);
-    }
-    y[o] = best;
   }
 }
 
@@ -570,7 +563,7 @@ cudaError_t pointwise_backward(int activation, const float* dy, const float* v, 
 cudaError_t sum(const float* x, float* y, int64_t out_elements, const ReduceShape& shape, cudaStream_t s) {
   int64_t reduced_count = 1;
   for (int d = 0; d < shape.reduced; ++d) reduced_count *= shape.reduced_size[d];
-  sum_kernel<<<blocks(out_elements), kThreads, 0, s>>>(x, y, out_elements, shape, reduced_count);
+  reduce_kernel<<<reduce_blocks(out_elements), kThreads, 0, s>>>(x, y, out_elements, shape, reduced_count, false);
   return cudaGetLastError();
 }
 
@@ -662,7 +655,7 @@ cudaError_t attention_grad(const float* dout, const float* q, const float* k, co
 cudaError_t reduce_max(const float* x, float* y, int64_t out_elements, const ReduceShape& shape, cudaStream_t s) {
   int64_t reduced_count = 1;
   for (int d = 0; d < shape.reduced; ++d) reduced_count *= shape.reduced_size[d];
-  reduce_max_kernel<<<blocks(out_elements), kThreads, 0, s>>>(x, y, out_elements, shape, reduced_count);
+  reduce_kernel<<<reduce_blocks(out_elements), kThreads, 0, s>>>(x, y, out_elements, shape, reduced_count, true);
   return cudaGetLastError();
 }
 
