@@ -135,16 +135,21 @@ int run_strategy(CommandContext& ctx, RunOptions& o) {
     return kExitInputErrors;
   }
   const bool speaks = launch->rank == 0;  // only rank 0 prints
+  // An error every rank finds alike (the files, the rank count) is rank
+  // 0's to report and to fail the job with; the others leave quietly and
+  // with success, or the launcher, seeing a rank fail, would end rank 0
+  // before it had printed why.
+  auto refuse = [&](int code) { return speaks ? code : kExitSuccess; };
   const bool cuda = o.device == "cuda";
   if (cuda && o.arithmetic != "f32") {
     if (speaks) ctx.err << "dstc run: error: the CUDA device computes in f32: --arithmetic f32\n";
-    return kExitUsage;
+    return refuse(kExitUsage);
   }
   SourceManager sources;
   DiagnosticEngine diags(sources);
   auto finish = [&](int code) {
     if (speaks) diags.render(ctx.err, ctx.color);
-    return code;
+    return refuse(code);
   };
   std::optional<LoadedStrategy> loaded = load_strategy(o.request, sources, diags);
   if (!loaded) return finish(kExitInputErrors);
