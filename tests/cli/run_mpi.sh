@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # dstc run under mpirun (OpenMPI): ranks as processes match the reference
-# executor; a run with the wrong number of ranks, or a malformed launcher
+# executor, for every example strategy at its verify size; a run with the wrong number of ranks, or a malformed launcher
 # environment, is refused before any rank starts; a rank that dies ends the
 # whole run, with mpirun's message, never a hang.
 # Usage: run_mpi.sh DSTC SOURCE_DIR
@@ -28,6 +28,24 @@ expect "mpirun -np 8 dstc run --check" 0 $?
 grep -q "8 ranks (mpirun processes)" "$work/out" || fail "the run does not say it runs as mpirun processes"
 [ "$(grep -c "^check: PASS" "$work/out")" = 1 ] || { fail "not one check: PASS line"; cat "$work/out"; }
 [ "$(grep -c "^step 1 " "$work/out")" = 1 ] || fail "rank 0 alone should print each step"
+
+# Every example at its verify size, each on as many processes as its mesh
+# has devices (the refusal of a wrong count names it).
+examples=0
+for cmd in tests/golden/verify/*.cmd; do
+  read -r -a args <"$cmd"
+  [ "${args[0]}" = verify ] && [[ "${args[1]}" == examples/* ]] && [ "$(head -n 1 "${cmd%.cmd}.expected")" = "=== exit 0" ] ||
+    continue
+  ranks="$("$dstc" run "${args[@]:1}" --ranks 100000 2>&1 | sed -n 's/.* runs on \([0-9]*\) devices.*/\1/p')"
+  "${mpirun[@]}" -np "${ranks:-1}" "$dstc" run "${args[@]:1}" --check --warmup 0 --steps 1 >"$work/out" 2>"$work/err"
+  status=$?
+  if [ $status -ne 0 ] || ! grep -q "^check: PASS" "$work/out"; then
+    fail "mpirun -np ${ranks:-?} dstc run ${args[*]:1}: exit $status"
+  fi
+  examples=$((examples + 1))
+done
+[ "$examples" -ge 30 ] || fail "only $examples example commands found"
+echo "ok: $examples example strategies under mpirun match the reference"
 
 "${mpirun[@]}" -np 4 "$dstc" run "${gpt2[@]}" >"$work/out" 2>"$work/err"
 expect "mpirun -np 4 for an 8-device strategy" 1 $?
