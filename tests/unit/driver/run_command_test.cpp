@@ -106,8 +106,8 @@ TEST(RunCommand, TheTraceHasEveryRanksOpsOfTheLastStep) {
 // one, the MLP's step matches the reference.
 TEST(RunCommand, TheCudaDeviceRunsOrSaysWhyNot) {
   std::ostringstream out, err;
-  int code = run_cli({"run", std::string(DSTC_SOURCE_DIR) + "/examples/mlp_distir_pipeline.dstrat", "-D",
-                      "hidden=64", "--device", "cuda", "--check"},
+  int code = run_cli({"run", std::string(DSTC_SOURCE_DIR) + "/examples/mlp_distir_pipeline.dstrat", "-D", "hidden=64",
+                      "--device", "cuda", "--check"},
                      out, err);
   if (code == kExitSuccess)
     EXPECT_NE(out.str().find("check: PASS"), std::string::npos) << out.str();
