@@ -634,7 +634,7 @@ class CudaDevice final : public Device {
           place.offset[d] = where.offset[static_cast<size_t>(d)];
           place.logical_stride[d] = strides[static_cast<size_t>(d)];
         }
-        return cuda::dropout(x[0]->data, y[0]->data, y[1]->data, n, place, real("p"),
+        return cuda::dropout(x[0]->data, y[0]->data, y[1]->data, n, place, attrs.real("p"),
                              static_cast<uint64_t>(attrs.integer("seed")), stream_);
       }
       case OpKind::DropoutGrad: {

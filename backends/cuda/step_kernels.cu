@@ -401,7 +401,7 @@ __global__ void cross_entropy_parts_grad_kernel(const float* dloss, const float*
   }
 }
 
-__global__ void dropout_kernel(const float* x, float* y, float* mask, int64_t n, DropoutPlace place, float p,
+__global__ void dropout_kernel(const float* x, float* y, float* mask, int64_t n, DropoutPlace place, double p,
                                uint64_t seed) {
   DSTC_GRID_LOOP(i, n) {
     uint64_t logical = 0;
@@ -733,8 +733,8 @@ cudaError_t cross_entropy_parts_grad(const float* dloss, const float* x, const f
   return cudaGetLastError();
 }
 
-cudaError_t dropout(const float* x, float* y, float* mask, int64_t n, const DropoutPlace& place, float p, uint64_t seed,
-                    cudaStream_t s) {
+cudaError_t dropout(const float* x, float* y, float* mask, int64_t n, const DropoutPlace& place, double p,
+                    uint64_t seed, cudaStream_t s) {
   dropout_kernel<<<blocks(n), kThreads, 0, s>>>(x, y, mask, n, place, p, seed);
   return cudaGetLastError();
 }

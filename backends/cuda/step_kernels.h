@@ -136,8 +136,8 @@ struct DropoutPlace {
   int dims = 0;
   int64_t size[kMaxDims], offset[kMaxDims], logical_stride[kMaxDims];
 };
-cudaError_t dropout(const float* x, float* y, float* mask, int64_t n, const DropoutPlace& place, float p, uint64_t seed,
-                    cudaStream_t s);
+cudaError_t dropout(const float* x, float* y, float* mask, int64_t n, const DropoutPlace& place, double p,
+                    uint64_t seed, cudaStream_t s);
 
 // Along the middle dim (n) of [outer, n, inner]: y keeps the k largest of
 // each line (ties: the lower index) and zeros the rest; the gradient keeps

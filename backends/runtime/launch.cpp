@@ -70,6 +70,18 @@ std::optional<LaunchEnvironment> detect_launch(const std::function<const char*(c
     env.local_rank = *local;
     env.master_port = *port;
     env.master_addr = addr;
+    const char* agent_store = getenv("TORCHELASTIC_USE_AGENT_STORE");
+    env.rendezvous_port = agent_store && std::string_view(agent_store) == "True" ? *port + 1 : *port;
+    if (getenv("DSTC_RENDEZVOUS_PORT")) {
+      auto own = read_count(getenv, "DSTC_RENDEZVOUS_PORT", 65536, error);
+      if (!own) return std::nullopt;
+      env.rendezvous_port = *own;
+    }
+    if (env.rendezvous_port > 65535) {
+      error =
+          fmt::format("MASTER_PORT={} leaves no port above it for dstc's rendezvous; set DSTC_RENDEZVOUS_PORT", *port);
+      return std::nullopt;
+    }
     return env;
   }
   return env;

@@ -21,6 +21,10 @@ struct LaunchEnvironment {
   int32_t local_rank = 0;
   std::string master_addr;  // torchrun
   int32_t master_port = 0;  // torchrun
+  // Where rank 0 listens for the other ranks: DSTC_RENDEZVOUS_PORT if set;
+  // else MASTER_PORT + 1 under torchrun's agent, whose own store holds
+  // MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True); else MASTER_PORT.
+  int32_t rendezvous_port = 0;
 };
 
 // nullopt with `error` set when a launcher's variables are malformed or

@@ -27,6 +27,8 @@ using Clock = std::chrono::steady_clock;
 constexpr uint64_t kCollective = uint64_t{1} << 63;
 // Sent to every peer before an orderly close: the EOF after it is no failure.
 constexpr uint64_t kGoodbye = ~uint64_t{0};
+// A frame claiming more is not one of ours (16 GiB of doubles).
+constexpr uint64_t kMaxFrameElements = uint64_t{1} << 31;
 
 struct FrameHeader {
   uint64_t tag;
@@ -96,6 +98,15 @@ uint16_t port_of(int fd) {
 void no_delay(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+// Reads on fd give up at `deadline` (while the ranks meet); a zero
+// duration (after) waits as long as it takes.
+void read_deadline(int fd, Clock::duration left) {
+  auto us = std::chrono::duration_cast<std::chrono::microseconds>(left).count();
+  timeval tv{static_cast<time_t>(us / 1000000), static_cast<suseconds_t>(us % 1000000)};
+  if (us <= 0 && left != Clock::duration::zero()) tv = {0, 1};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 }
 
 // Accepts one connection before `deadline`, or -1.
@@ -178,21 +189,27 @@ TcpCommunicator::TcpCommunicator(const LaunchEnvironment& env, double timeout_se
     : rank_(env.rank), size_(env.world_size), sockets_(static_cast<size_t>(env.world_size), -1) {
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds));
-  const std::string master = fmt::format("{}:{}", env.master_addr, env.master_port);
+  const std::string master = fmt::format("{}:{}", env.master_addr, env.rendezvous_port);
   int peers = listening_socket(0, size_);
   const uint16_t peer_port = port_of(peers);
   std::vector<PeerAddress> table(static_cast<size_t>(size_));
   if (rank_ == 0) {
-    int rendezvous = listening_socket(static_cast<uint16_t>(env.master_port), size_);
-    for (int joined = 1; joined < size_; ++joined) {
+    int rendezvous = listening_socket(static_cast<uint16_t>(env.rendezvous_port), size_);
+    for (int joined = 1; joined < size_;) {
       int fd = accept_before(rendezvous, deadline);
-      Hello hello{};
-      if (fd < 0 || !read_all(fd, &hello, sizeof hello) || hello.rank <= 0 || hello.rank >= size_ ||
-          sockets_[static_cast<size_t>(hello.rank)] >= 0) {
+      if (fd < 0) {
         ::close(rendezvous);
         fail(fmt::format("rank 0 waited {:g} s at {} for the other ranks; {} of {} came", timeout_seconds, master,
                          joined, size_));
       }
+      read_deadline(fd, deadline - Clock::now());
+      Hello hello{};
+      if (!read_all(fd, &hello, sizeof hello) || hello.rank <= 0 || hello.rank >= size_ ||
+          sockets_[static_cast<size_t>(hello.rank)] >= 0) {
+        ::close(fd);  // not one of this run's ranks
+        continue;
+      }
+      ++joined;
       sockaddr_in from{};
       socklen_t len = sizeof from;
       ::getpeername(fd, reinterpret_cast<sockaddr*>(&from), &len);
@@ -203,7 +220,8 @@ TcpCommunicator::TcpCommunicator(const LaunchEnvironment& env, double timeout_se
     for (int r = 1; r < size_; ++r)
       write_all(sockets_[static_cast<size_t>(r)], table.data(), table.size() * sizeof(PeerAddress));
   } else {
-    int fd = connect_before(resolve(env.master_addr), static_cast<uint16_t>(env.master_port), deadline);
+    int fd = connect_before(resolve(env.master_addr), static_cast<uint16_t>(env.rendezvous_port), deadline);
+    if (fd >= 0) read_deadline(fd, deadline - Clock::now());
     Hello hello{rank_, peer_port};
     if (fd < 0 || !write_all(fd, &hello, sizeof hello) ||
         !read_all(fd, table.data(), table.size() * sizeof(PeerAddress)))
@@ -219,6 +237,7 @@ TcpCommunicator::TcpCommunicator(const LaunchEnvironment& env, double timeout_se
     }
     for (int joined = rank_ + 1; joined < size_; ++joined) {
       int peer = accept_before(peers, deadline);
+      if (peer >= 0) read_deadline(peer, deadline - Clock::now());
       Hello theirs{};
       if (peer < 0 || !read_all(peer, &theirs, sizeof theirs) || theirs.rank <= rank_ || theirs.rank >= size_)
         fail(fmt::format("rank {} waited {:g} s for its higher ranks to connect", rank_, timeout_seconds));
@@ -226,16 +245,15 @@ TcpCommunicator::TcpCommunicator(const LaunchEnvironment& env, double timeout_se
     }
   }
   ::close(peers);
+  for (int fd : sockets_)
+    if (fd >= 0) read_deadline(fd, Clock::duration::zero());
   for (int r = 0; r < size_; ++r) send_locks_.push_back(std::make_unique<std::mutex>());
+  said_goodbye_.assign(static_cast<size_t>(size_), 0);
   for (int r = 0; r < size_; ++r)
     if (r != rank_) receivers_.emplace_back([this, r] { receive_loop(r); });
 }
 
 TcpCommunicator::~TcpCommunicator() {
-  {
-    std::lock_guard lock(mutex_);
-    closing_ = true;
-  }
   const FrameHeader goodbye{kGoodbye, 0};
   for (int r = 0; r < size_; ++r)
     if (r != rank_) {
@@ -254,10 +272,20 @@ void TcpCommunicator::receive_loop(ir::Rank from) {
     FrameHeader h{};
     std::vector<double> data;
     bool ok = read_all(fd, &h, sizeof h);
-    if (ok && h.tag == kGoodbye) return;
+    if (ok && h.tag == kGoodbye) {
+      std::lock_guard lock(mutex_);
+      said_goodbye_[static_cast<size_t>(from)] = 1;
+      arrived_.notify_all();
+      return;
+    }
+    ok = ok && h.count <= kMaxFrameElements;
     if (ok) {
-      data.resize(h.count);
-      ok = read_all(fd, data.data(), h.count * sizeof(double));
+      try {
+        data.resize(h.count);
+        ok = read_all(fd, data.data(), h.count * sizeof(double));
+      } catch (const std::bad_alloc&) {
+        ok = false;
+      }
     }
     std::lock_guard lock(mutex_);
     if (!ok) {
@@ -280,11 +308,21 @@ void TcpCommunicator::send_tagged(std::span<const double> data, ir::Rank to, Tag
 
 void TcpCommunicator::recv_tagged(std::span<double> data, ir::Rank from, Tag tag) {
   std::unique_lock lock(mutex_);
-  auto& box = mailboxes_[{from, tag}];
-  arrived_.wait(lock, [&] { return !box.empty() || failure_; });
-  if (box.empty()) throw PeerFailed(*failure_);
-  std::vector<double> message = std::move(box.front());
-  box.pop_front();
+  const std::pair<ir::Rank, Tag> key{from, tag};
+  auto has_message = [&] {
+    auto it = mailboxes_.find(key);
+    return it != mailboxes_.end() && !it->second.empty();
+  };
+  arrived_.wait(lock, [&] { return has_message() || failure_ || said_goodbye_[static_cast<size_t>(from)]; });
+  if (!has_message())
+    throw PeerFailed(failure_ ? *failure_
+                              : fmt::format("rank {} ended its run without sending what this rank waits for "
+                                            "(the ranks run different programs)",
+                                            from));
+  auto it = mailboxes_.find(key);
+  std::vector<double> message = std::move(it->second.front());
+  it->second.pop_front();
+  if (it->second.empty()) mailboxes_.erase(it);
   lock.unlock();
   if (message.size() != data.size())
     abort(fmt::format("expected {} elements from rank {}, got {}", data.size(), from, message.size()));

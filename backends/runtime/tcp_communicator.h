@@ -63,7 +63,7 @@ class TcpCommunicator final : public Communicator {
   std::condition_variable arrived_;
   std::map<std::pair<ir::Rank, Tag>, std::deque<std::vector<double>>> mailboxes_;
   std::optional<std::string> failure_;
-  bool closing_ = false;
+  std::vector<uint8_t> said_goodbye_;  // per peer: it ended its run in order
   std::map<std::vector<ir::Rank>, uint64_t> calls_;
 };
 

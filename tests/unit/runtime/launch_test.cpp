@@ -47,6 +47,26 @@ TEST(Launch, TorchrunGivesRankSizeAndTheRendezvous) {
   EXPECT_EQ(env->rank, 3);
   EXPECT_EQ(env->master_addr, "10.0.0.1");
   EXPECT_EQ(env->master_port, 29500);
+  EXPECT_EQ(env->rendezvous_port, 29500);
+}
+
+// torchrun's agent keeps its own store on MASTER_PORT for the whole job.
+TEST(Launch, UnderTorchrunsAgentStoreTheRendezvousIsTheNextPort) {
+  std::map<std::string, std::string> vars{{"WORLD_SIZE", "2"},      {"RANK", "1"},
+                                          {"LOCAL_RANK", "1"},      {"MASTER_ADDR", "h0"},
+                                          {"MASTER_PORT", "29500"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"}};
+  std::string error;
+  auto env = launch_with(vars, error);
+  ASSERT_TRUE(env) << error;
+  EXPECT_EQ(env->rendezvous_port, 29501);
+  vars["DSTC_RENDEZVOUS_PORT"] = "40000";
+  env = launch_with(vars, error);
+  ASSERT_TRUE(env) << error;
+  EXPECT_EQ(env->rendezvous_port, 40000);
+  vars.erase("DSTC_RENDEZVOUS_PORT");
+  vars["MASTER_PORT"] = "65535";
+  EXPECT_FALSE(launch_with(vars, error));
+  EXPECT_EQ(error, "MASTER_PORT=65535 leaves no port above it for dstc's rendezvous; set DSTC_RENDEZVOUS_PORT");
 }
 
 TEST(Launch, MalformedOrIncompleteVariablesAreNamed) {
