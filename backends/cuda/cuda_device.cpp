@@ -550,12 +550,19 @@ class CudaDevice final : public Device {
         return cuda::cross_entropy_grad(x[0]->data, x[1]->data, x[2]->data, y[0]->data, flag_, rows, c, divisor,
                                         stream_);
       }
-      case OpKind::Attention:
-        return cuda::attention(x[0]->data, x[1]->data, x[2]->data, y[0]->data,
-                               attention_shape(ctx, attrs, *x[0], *x[1], *x[2]), stream_);
-      case OpKind::AttentionGrad:
+      case OpKind::Attention: {
+        const cuda::AttentionShape a = attention_shape(ctx, attrs, *x[0], *x[1], *x[2]);
+        if (std::optional<cudaError_t> done = attention_on_gemms(a, *x[0], *x[1], *x[2], *y[0])) return *done;
+        return cuda::attention(x[0]->data, x[1]->data, x[2]->data, y[0]->data, a, stream_);
+      }
+      case OpKind::AttentionGrad: {
+        const cuda::AttentionShape a = attention_shape(ctx, attrs, *x[1], *x[2], *x[3]);
+        if (std::optional<cudaError_t> done =
+                attention_grad_on_gemms(a, *x[0], *x[1], *x[2], *x[3], *y[0], *y[1], *y[2]))
+          return *done;
         return cuda::attention_grad(x[0]->data, x[1]->data, x[2]->data, x[3]->data, y[0]->data, y[1]->data, y[2]->data,
-                                    attention_shape(ctx, attrs, *x[1], *x[2], *x[3]), stream_);
+                                    a, stream_);
+      }
       case OpKind::ReduceMax:
         return cuda::reduce_max(x[0]->data, y[0]->data, n, reduce_shape(x[0]->shape, attrs.ints("dims")), stream_);
       case OpKind::Expand:
@@ -688,15 +695,9 @@ class CudaDevice final : public Device {
       case OpKind::Einsum: {
         if (x.size() == 2)
           if (std::optional<ir::GemmPlan> plan = ir::plan_gemm(attrs.string("spec"), x[0]->shape, x[1]->shape))
-            if (const GemmCall* call = gemm_call(*plan)) {
-              const CudaValue& l = *x[plan->swapped ? 1 : 0];
-              const CudaValue& r = *x[plan->swapped ? 0 : 1];
-              const float one = 1.0f, zero = 0.0f;
-              cublasStatus_t s =
-                  cublasLtMatmul(lt_, call->desc, &one, r.data, call->a, l.data, call->b, &zero, y[0]->data, call->c,
-                                 y[0]->data, call->c, &call->algo, workspace_, kWorkspaceBytes, stream_);
-              return s == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorUnknown;
-            }
+            if (std::optional<cudaError_t> done =
+                    gemm(*plan, x[plan->swapped ? 1 : 0]->data, x[plan->swapped ? 0 : 1]->data, y[0]->data))
+              return *done;
         std::optional<cuda::EinsumShape> shape = einsum_shape(attrs.string("spec"), x);
         if (!shape) return cudaErrorInvalidValue;
         return cuda::einsum(x[0]->data, x.size() > 1 ? x[1]->data : nullptr, y[0]->data, n, *shape, stream_);
@@ -720,6 +721,50 @@ class CudaDevice final : public Device {
   }
 
   cudaError_t clear_flag() { return cudaMemsetAsync(flag_, 0, sizeof(int), stream_); }
+
+  // y = op(L) · op(R) as `p` says, on cuBLASLt; nullopt when it has no
+  // algorithm for the plan (the caller's own kernel runs it instead).
+  std::optional<cudaError_t> gemm(const ir::GemmPlan& p, const float* l, const float* r, float* y) {
+    const GemmCall* call = gemm_call(p);
+    if (!call) return std::nullopt;
+    const float one = 1.0f, zero = 0.0f;
+    cublasStatus_t s = cublasLtMatmul(lt_, call->desc, &one, r, call->a, l, call->b, &zero, y, call->c, y, call->c,
+                                      &call->algo, workspace_, kWorkspaceBytes, stream_);
+    return s == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorUnknown;
+  }
+
+  // Attention as batched GEMMs: a k/v head's query heads are one matrix of
+  // group·s rows (q [b, h, s, d] is [b·hkv, group·s, d]), so the scores
+  // S = Q·Kᵀ, the masked softmax P and O = P·V are three calls; nullopt
+  // when cuBLASLt cannot take them.
+  std::optional<cudaError_t> attention_on_gemms(const cuda::AttentionShape& a, const CudaValue& q, const CudaValue& k,
+                                                const CudaValue& v, CudaValue& out) {
+    const int64_t heads = a.bh / a.group, rows = a.group * a.s;
+    CudaValue p({heads * rows * a.t}, ir::DType::F32, stream_);
+    std::optional<cudaError_t> done = gemm({heads, rows, a.t, a.d, false, false, true}, q.data, k.data, p.data);
+    if (!done || *done != cudaSuccess) return done;
+    if (cudaError_t e = cuda::attention_softmax(p.data, heads * rows, a, stream_); e != cudaSuccess) return e;
+    return gemm({heads, rows, a.e, a.t, false, false, false}, p.data, v.data, out.data);
+  }
+
+  // Its gradient: P again, then dV = Pᵀ·dO, dP = dO·Vᵀ, dS from the
+  // softmax's gradient, dQ = dS·K, dK = dSᵀ·Q.
+  std::optional<cudaError_t> attention_grad_on_gemms(const cuda::AttentionShape& a, const CudaValue& dout,
+                                                     const CudaValue& q, const CudaValue& k, const CudaValue& v,
+                                                     CudaValue& dq, CudaValue& dk, CudaValue& dv) {
+    const int64_t heads = a.bh / a.group, rows = a.group * a.s;
+    CudaValue p({heads * rows * a.t}, ir::DType::F32, stream_), ds({heads * rows * a.t}, ir::DType::F32, stream_);
+    auto failed = [](const std::optional<cudaError_t>& d) { return !d || *d != cudaSuccess; };
+    std::optional<cudaError_t> done = gemm({heads, rows, a.t, a.d, false, false, true}, q.data, k.data, p.data);
+    if (failed(done)) return done;
+    if (cudaError_t e = cuda::attention_softmax(p.data, heads * rows, a, stream_); e != cudaSuccess) return e;
+    if (done = gemm({heads, a.t, a.e, rows, false, true, false}, p.data, dout.data, dv.data); failed(done)) return done;
+    if (done = gemm({heads, rows, a.t, a.e, false, false, true}, dout.data, v.data, ds.data); failed(done)) return done;
+    if (cudaError_t e = cuda::attention_softmax_grad(p.data, ds.data, heads * rows, a, stream_); e != cudaSuccess)
+      return e;
+    if (done = gemm({heads, rows, a.d, a.t, false, false, false}, ds.data, k.data, dq.data); failed(done)) return done;
+    return gemm({heads, a.t, a.d, rows, false, true, false}, ds.data, q.data, dk.data);
+  }
 
   // The cuBLASLt call of a plan, made on first use; nullptr when cuBLASLt
   // has no algorithm for it (the einsum kernel runs it instead).

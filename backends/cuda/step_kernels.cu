@@ -479,6 +479,27 @@ __device__ float score(const float* q, const float* k, int64_t d, float scale) {
   return dot * scale;
 }
 
+__global__ void attention_softmax_kernel(float* scores, int64_t rows, AttentionShape a) {
+  DSTC_GRID_LOOP(r, rows) {
+    float* row = scores + r * a.t;
+    const int64_t visible = visible_keys(a, r % a.s);
+    float mx = -INFINITY, z = 0.0f;
+    for (int64_t j = 0; j < visible; ++j) mx = fmaxf(mx, row[j] * a.scale);
+    for (int64_t j = 0; j < visible; ++j) z += expf(row[j] * a.scale - mx);
+    for (int64_t j = 0; j < a.t; ++j) row[j] = j < visible ? expf(row[j] * a.scale - mx) / z : 0.0f;
+  }
+}
+
+__global__ void attention_softmax_grad_kernel(const float* p, float* dp, int64_t rows, AttentionShape a) {
+  DSTC_GRID_LOOP(r, rows) {
+    const float* pr = p + r * a.t;
+    float* dr = dp + r * a.t;
+    float weighted = 0.0f;
+    for (int64_t j = 0; j < a.t; ++j) weighted += pr[j] * dr[j];
+    for (int64_t j = 0; j < a.t; ++j) dr[j] = pr[j] * (dr[j] - weighted) * a.scale;
+  }
+}
+
 // One thread per query row: the scores twice (max, then the sum of
 // exponentials), then the weighted values.
 __global__ void attention_kernel(const float* q, const float* k, const float* v, float* y, AttentionShape a) {
@@ -762,6 +783,16 @@ cudaError_t combine_gate_grad(const float* dz, const float* slots, const float* 
                               cudaStream_t s) {
   fill_kernel<<<blocks(r.groups * r.tokens * r.experts), kThreads, 0, s>>>(y, r.groups * r.tokens * r.experts, 0.0f);
   route_kernel<<<blocks(r.groups * r.experts), kThreads, 0, s>>>(2, slots, gates, dz, y, r, false);
+  return cudaGetLastError();
+}
+
+cudaError_t attention_softmax(float* scores, int64_t rows, const AttentionShape& a, cudaStream_t s) {
+  attention_softmax_kernel<<<blocks(rows), kThreads, 0, s>>>(scores, rows, a);
+  return cudaGetLastError();
+}
+
+cudaError_t attention_softmax_grad(const float* p, float* dp, int64_t rows, const AttentionShape& a, cudaStream_t s) {
+  attention_softmax_grad_kernel<<<blocks(rows), kThreads, 0, s>>>(p, dp, rows, a);
   return cudaGetLastError();
 }
 

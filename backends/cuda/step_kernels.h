@@ -168,6 +168,12 @@ struct AttentionShape {
 };
 cudaError_t attention(const float* q, const float* k, const float* v, float* y, const AttentionShape& a,
                       cudaStream_t s);
+// Attention's softmax on its scores S [rows, t] in place: row r is query
+// r mod s (rows run over the query heads of a k/v head, then the queries),
+// scaled by `scale`, masked beyond its visible keys when causal. The
+// gradient turns dP into dS = P (dP - rowsum(P dP)) scale in place.
+cudaError_t attention_softmax(float* scores, int64_t rows, const AttentionShape& a, cudaStream_t s);
+cudaError_t attention_softmax_grad(const float* p, float* dp, int64_t rows, const AttentionShape& a, cudaStream_t s);
 // dq, dk, dv zeroed first.
 cudaError_t attention_grad(const float* dout, const float* q, const float* k, const float* v, float* dq, float* dk,
                            float* dv, const AttentionShape& a, cudaStream_t s);
