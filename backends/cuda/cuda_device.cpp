@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "backends/cuda/step_kernels.h"
-#include "backends/reference/logical_layout.h"
+#include "backends/reference/op_context.h"
 #include "backends/runtime/device.h"
 #include "ir/einsum_gemm.h"
 #include "ir/pointwise_ops.h"
@@ -25,6 +25,11 @@ namespace dstc::runtime {
 namespace {
 
 using ir::OpKind;
+using reference::first_class;
+using reference::first_row;
+using reference::normalized;
+using reference::operand_placement;
+using reference::result_placement;
 
 struct CudaError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -109,8 +114,6 @@ struct CudaValue final : DeviceValue {
 };
 
 const CudaValue& cuda_value(const DeviceValue& v) { return static_cast<const CudaValue&>(v); }
-
-int normalized(int64_t dim, int rank) { return static_cast<int>(dim < 0 ? dim + rank : dim); }
 
 // Row of `kind` (forward or grad) in ir/pointwise_ops.def, or -1.
 int activation_row(OpKind kind) {
@@ -206,15 +209,6 @@ Rows rows_of(const CudaValue& x) {
   return r;
 }
 
-// The first table row a device holds, as the reference executor finds it
-// (backends/reference/compute_ops.cpp): `offset`, or its coordinate on
-// mesh axis `offset_axis` times its rows.
-int64_t first_row(const reference::DeviceContext& ctx, const ir::AttrReader& attrs, int64_t rows) {
-  int64_t axis = attrs.integer("offset_axis");
-  if (axis < 0 || axis >= ctx.module.mesh().axis_count()) return attrs.integer("offset");
-  return ctx.module.mesh().coord(ctx.rank, static_cast<int>(axis)) * rows;
-}
-
 int rank_of(const CudaValue& x) { return static_cast<int>(x.shape.size()); }
 
 std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
@@ -258,25 +252,6 @@ cuda::StridedShape transposed(const std::vector<int64_t>& x_shape, std::span<con
   return s;
 }
 
-// Where the op's first result, or its operand i, of this shape sits in its
-// logical tensor (as the reference executor places them).
-reference::DevicePlacement placement_of(const reference::DeviceContext& ctx, ir::ValueId v,
-                                        const std::vector<int64_t>& shape) {
-  const ir::Value& value = ctx.function.values[v];
-  ir::Layout layout = value.layout != ir::kNoLayout ? ctx.module.layout(value.layout) : ir::Layout{};
-  return reference::place_on_device(ctx.module, value.devices, layout, shape, ctx.rank);
-}
-reference::DevicePlacement result_placement(const reference::DeviceContext& ctx, const std::vector<int64_t>& shape) {
-  return placement_of(ctx, ctx.function.result(ctx.op), shape);
-}
-reference::DevicePlacement operand_placement(const reference::DeviceContext& ctx, size_t i,
-                                             const std::vector<int64_t>& shape) {
-  return placement_of(ctx, ctx.function.operands(ctx.op)[i], shape);
-}
-
-// The first class of a shard of logits: its offset along the last dim.
-int64_t first_class(const reference::DevicePlacement& where) { return where.offset.empty() ? 0 : where.offset.back(); }
-
 // The routes of gates [..., tokens, experts] into slots [..., capacity, width].
 cuda::Routes routes(const CudaValue& gates, const CudaValue& slots) {
   const size_t r = gates.shape.size(), sr = slots.shape.size();
@@ -294,7 +269,6 @@ cuda::Routes routes(const CudaValue& gates, const CudaValue& slots) {
 // which is the keys' last rows.
 cuda::AttentionShape attention_shape(const reference::DeviceContext& ctx, const ir::AttrReader& attrs,
                                      const CudaValue& q, const CudaValue& k, const CudaValue& v) {
-  reference::DevicePlacement where = result_placement(ctx, q.shape);
   cuda::AttentionShape a{};
   a.bh = q.shape[0] * q.shape[1];
   a.s = q.shape[2];
@@ -302,7 +276,7 @@ cuda::AttentionShape attention_shape(const reference::DeviceContext& ctx, const 
   a.t = k.shape[2];
   a.e = v.shape[3];
   a.group = q.shape[1] / k.shape[1];
-  a.first_query = where.offset[2] + (k.shape[2] - where.logical_shape[2]);
+  a.first_query = reference::first_query(ctx, q.shape, k.shape[2]);
   a.causal = attrs.boolean("causal");
   double scale = attrs.real("scale");
   a.scale = static_cast<float>(scale != 0 ? scale : 1.0 / std::sqrt(static_cast<double>(a.d)));
@@ -626,13 +600,7 @@ class CudaDevice final : public Device {
                                               rows, c, first_class(result_placement(ctx, y[0]->shape)), stream_);
       }
       case OpKind::Dropout: {
-        reference::DevicePlacement where = result_placement(ctx, y[0]->shape);
-        // The mask is drawn over the whole step's batch: micro-batch k
-        // holds rows [k·b, (k+1)·b) of dim 0.
-        if (ctx.op.micro_batch >= 0 && ctx.micro_batches > 1 && !where.offset.empty()) {
-          where.offset[0] += ctx.op.micro_batch * where.logical_shape[0];
-          where.logical_shape[0] *= ctx.micro_batches;
-        }
+        reference::DevicePlacement where = reference::dropout_placement(ctx, y[0]->shape);
         cuda::DropoutPlace place{};
         place.dims = rank_of(*x[0]);
         std::vector<int64_t> strides = row_major_strides(where.logical_shape);

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "backends/reference/kernels.h"
-#include "backends/reference/logical_layout.h"
+#include "backends/reference/op_context.h"
 #include "ir/pointwise_ops.h"
 #include "ir/registry.h"
 
@@ -12,8 +12,6 @@ namespace dstc::reference {
 namespace {
 
 using ir::OpKind;
-
-int normalized(int64_t dim, int rank) { return static_cast<int>(dim < 0 ? dim + rank : dim); }
 
 // A pair attribute ([h, w]) or its default.
 void pair_attr(const ir::AttrReader& attrs, std::string_view name, int64_t (&out)[2]) {
@@ -44,46 +42,8 @@ kernels::PoolParams pool_params(const ir::AttrReader& attrs) {
   return p;
 }
 
-// First table row a device holds: `offset`, or its coordinate on mesh axis
-// `offset_axis` times its rows.
-int64_t first_row(const DeviceContext& ctx, const ir::AttrReader& attrs, int64_t rows) {
-  int64_t axis = attrs.integer("offset_axis");
-  if (axis < 0 || axis >= ctx.module.mesh().axis_count()) return attrs.integer("offset");
-  return ctx.module.mesh().coord(ctx.rank, static_cast<int>(axis)) * rows;
-}
-
 kernels::BatchStats batch_stats(const ir::AttrReader& attrs, const HostTensor& sum, const HostTensor& sumsq) {
   return {sum, sumsq, static_cast<double>(attrs.integer("count")), attrs.real("eps")};
-}
-
-int32_t axis_coord(const DeviceContext& ctx, const ir::AttrReader& attrs) {
-  return ctx.module.mesh().coord(ctx.rank, static_cast<int>(attrs.integer("axis")));
-}
-
-// Where the op's first result (of `shape` on this device) sits in its
-// logical tensor.
-DevicePlacement result_placement(const DeviceContext& ctx, std::span<const int64_t> shape) {
-  const ir::Value& value = ctx.function.values[ctx.function.result(ctx.op)];
-  ir::Layout layout = value.layout != ir::kNoLayout ? ctx.module.layout(value.layout) : ir::Layout{};
-  return place_on_device(ctx.module, value.devices, layout, shape, ctx.rank);
-}
-
-// Where operand i (of `shape` on this device) sits in its logical tensor.
-DevicePlacement operand_placement(const DeviceContext& ctx, size_t i, std::span<const int64_t> shape) {
-  const ir::Value& value = ctx.function.values[ctx.function.operands(ctx.op)[i]];
-  ir::Layout layout = value.layout != ir::kNoLayout ? ctx.module.layout(value.layout) : ir::Layout{};
-  return place_on_device(ctx.module, value.devices, layout, shape, ctx.rank);
-}
-
-// The first class of a shard of logits: its offset along the last dim.
-int64_t first_class(const DevicePlacement& where) { return where.offset.empty() ? 0 : where.offset.back(); }
-
-// The key position of q's first row: q is the last rows of the logical
-// sequence (its length is the keys' t), and a shard of q (the sequence split
-// over a mesh axis, k and v gathered) starts at its offset in it.
-int64_t first_query(const DeviceContext& ctx, const HostTensor& q, const HostTensor& k) {
-  DevicePlacement where = result_placement(ctx, q.shape);
-  return where.offset[2] + (k.dim(2) - where.logical_shape[2]);
 }
 
 }  // namespace
@@ -131,11 +91,7 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
     case OpKind::Softmax: kernels::softmax(x(0), normalized(attrs.integer("dim"), x(0).rank()), y); return {};
     case OpKind::LayerNorm: kernels::layernorm(x(0), x(1), x(2), attrs.real("eps"), y); return {};
     case OpKind::Dropout: {
-      DevicePlacement where = result_placement(ctx, y.shape);
-      if (ctx.op.micro_batch >= 0 && ctx.micro_batches > 1 && !where.offset.empty()) {
-        where.offset[0] += ctx.op.micro_batch * where.logical_shape[0];
-        where.logical_shape[0] *= ctx.micro_batches;
-      }
+      DevicePlacement where = dropout_placement(ctx, y.shape);
       kernels::dropout(x(0), attrs.real("p"), static_cast<uint64_t>(attrs.integer("seed")),
                        {where.logical_shape, where.offset}, y, out[1]);
       return {};
@@ -151,8 +107,8 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
       return {};
     case OpKind::CrossEntropyTotal: kernels::cross_entropy_total(x(0), x(1), y); return {};
     case OpKind::Attention:
-      kernels::attention(x(0), x(1), x(2), attrs.boolean("causal"), first_query(ctx, x(0), x(1)), attrs.real("scale"),
-                         y);
+      kernels::attention(x(0), x(1), x(2), attrs.boolean("causal"), first_query(ctx, x(0).shape, x(1).dim(2)),
+                         attrs.real("scale"), y);
       return {};
     case OpKind::Conv2d: kernels::conv2d(x(0), x(1), conv_params(attrs), y); return {};
     case OpKind::MaxPool2d: kernels::max_pool2d(x(0), pool_params(attrs), y); return {};
@@ -200,8 +156,8 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
       kernels::cross_entropy_parts_grad(x(0), x(1), x(2), x(3), x(4), first_class(result_placement(ctx, y.shape)), y);
       return {};
     case OpKind::AttentionGrad:
-      kernels::attention_grad(x(0), x(1), x(2), x(3), attrs.boolean("causal"), first_query(ctx, x(1), x(2)),
-                              attrs.real("scale"), out[0], out[1], out[2]);
+      kernels::attention_grad(x(0), x(1), x(2), x(3), attrs.boolean("causal"),
+                              first_query(ctx, x(1).shape, x(2).dim(2)), attrs.real("scale"), out[0], out[1], out[2]);
       return {};
     case OpKind::Conv2dInputGrad: kernels::conv2d_input_grad(x(0), x(2), conv_params(attrs), y); return {};
     case OpKind::Conv2dWeightGrad: kernels::conv2d_weight_grad(x(0), x(1), conv_params(attrs), y); return {};
