@@ -41,56 +41,51 @@ FlowId FlowEngine::start_flow(std::span<const LinkId> route, double bytes, doubl
     free_ids_.pop_back();
   }
   Flow& f = flows_[id];
-  f.links.assign(route.begin(), route.end());
+  f.hop_count = static_cast<uint32_t>(route.size());
+  if (f.hop_count > Flow::kInlineHops) f.spilled_hops.resize(route.size());
+  std::span<Hop> hops = f.hops();
+  for (size_t i = 0; i < route.size(); ++i) hops[i].link = route[i];
   f.remaining = std::max(0.0, bytes);
   f.since = now;
   f.rate = 0;
   f.latency = latency;
   f.version += 1;
   ++pending_count_;
-  if (f.links.empty() || f.remaining == 0) {
+  if (hops.empty() || f.remaining == 0) {
     f.active = false;
-    push_event({now + latency, id, kDelivery});
+    push_one(now + latency, {id, kDelivery});
     return id;
   }
   f.active = true;
   ++active_count_;
-  f.slot_in_link.resize(f.links.size());
-  for (size_t i = 0; i < f.links.size(); ++i) {
-    LinkState& l = links_.at(f.links[i]);
-    f.slot_in_link[i] = static_cast<uint32_t>(l.flows.size());
+  for (Hop& hop : hops) {
+    LinkState& l = links_.at(hop.link);
+    hop.slot = static_cast<uint32_t>(l.flows.size());
     l.flows.push_back(id);
   }
   if (sharing_) {
-    dirty_links_.insert(dirty_links_.end(), f.links.begin(), f.links.end());
+    for (const Hop& hop : hops) dirty_links_.push_back(hop.link);
   } else {
     double narrowest = kInfinity;
-    for (LinkId l : f.links) narrowest = std::min(narrowest, links_[l].capacity);
+    for (const Hop& hop : hops) narrowest = std::min(narrowest, links_[hop.link].capacity);
     f.rate = narrowest;
-    schedule_drain(id);
+    f.version += 1;
+    push_one(drain_time(f), {id, f.version});
   }
   return id;
 }
 
-void FlowEngine::schedule_drain(FlowId id) {
-  Flow& f = flows_[id];
-  f.version += 1;
-  push_event({f.since + f.remaining / f.rate, id, f.version});
-}
-
 void FlowEngine::remove_from_links(FlowId id) {
   Flow& f = flows_[id];
-  for (size_t i = 0; i < f.links.size(); ++i) {
-    LinkState& l = links_[f.links[i]];
-    uint32_t slot = f.slot_in_link[i];
+  for (const Hop& hop : f.hops()) {
+    LinkState& l = links_[hop.link];
     FlowId moved = l.flows.back();
-    l.flows[slot] = moved;
+    l.flows[hop.slot] = moved;
     l.flows.pop_back();
     if (moved != id) {
-      Flow& m = flows_[moved];
-      for (size_t k = 0; k < m.links.size(); ++k) {
-        if (m.links[k] == f.links[i]) {
-          m.slot_in_link[k] = slot;
+      for (Hop& other : flows_[moved].hops()) {
+        if (other.link == hop.link) {
+          other.slot = hop.slot;
           break;
         }
       }
@@ -117,8 +112,8 @@ void FlowEngine::recompute() {
       if (f.stamp == stamp_) continue;
       f.stamp = stamp_;
       component_flows_.push_back(id);
-      for (LinkId l : f.links) {
-        if (links_[l].stamp != stamp_) links_[l].stamp = stamp_, component_links_.push_back(l);
+      for (const Hop& hop : f.hops()) {
+        if (links_[hop.link].stamp != stamp_) links_[hop.link].stamp = stamp_, component_links_.push_back(hop.link);
       }
     }
   }
@@ -156,28 +151,81 @@ void FlowEngine::recompute() {
       if (f.frozen) continue;
       f.frozen = true;
       f.rate = current;
-      for (LinkId other : f.links) {
-        LinkState& o = links_[other];
+      for (const Hop& hop : f.hops()) {
+        LinkState& o = links_[hop.link];
         o.residual -= current;
         o.unfrozen -= 1;
       }
     }
   }
   // A flow whose rate did not change keeps its drain event.
+  timed_.clear();
   for (FlowId id : component_flows_) {
-    if (flows_[id].rate != flows_[id].previous_rate) schedule_drain(id);
+    Flow& f = flows_[id];
+    if (f.rate == f.previous_rate) continue;
+    f.version += 1;
+    timed_.push_back({drain_time(f), {id, f.version}});
   }
+  push_batches(timed_);
   // Drop stale events once they dominate the heap.
   if (events_.size() > 4 * pending_count_ + 1024) {
-    std::erase_if(events_, [&](const Event& e) { return is_stale(e); });
+    std::erase_if(events_, [&](const Event& e) {
+      if (!all_stale(batches_[e.batch])) return false;
+      free_batch(e.batch);
+      return true;
+    });
     std::make_heap(events_.begin(), events_.end(), std::greater<>());
   }
 }
 
-void FlowEngine::push_event(Event e) {
-  events_.push_back(e);
+uint32_t FlowEngine::new_batch(double time) {
+  uint32_t batch;
+  if (free_batches_.empty()) {
+    batch = static_cast<uint32_t>(batches_.size());
+    batches_.emplace_back();
+  } else {
+    batch = free_batches_.back();
+    free_batches_.pop_back();
+  }
+  batches_[batch].entries.clear();
+  batches_[batch].first_live = 0;
+  events_.push_back({time, batch});
   std::push_heap(events_.begin(), events_.end(), std::greater<>());
+  return batch;
 }
+
+void FlowEngine::push_batches(std::span<const std::pair<double, Entry>> timed) {
+  // The times are few (a collective's flows drain together), so each entry
+  // looks for its time among the last batches opened here; past
+  // kOpen distinct times a time may get a second batch, which is harmless.
+  constexpr size_t kOpen = 8;
+  std::pair<double, uint32_t> open[kOpen];
+  size_t opened = 0;
+  for (const auto& [time, entry] : timed) {
+    uint32_t batch = UINT32_MAX;
+    for (size_t k = std::min(opened, kOpen); k-- > 0;) {
+      if (open[k].first == time) {
+        batch = open[k].second;
+        break;
+      }
+    }
+    if (batch == UINT32_MAX) {
+      batch = new_batch(time);
+      open[opened % kOpen] = {time, batch};
+      ++opened;
+    }
+    batches_[batch].entries.push_back(entry);
+  }
+}
+
+void FlowEngine::push_one(double time, Entry entry) { batches_[new_batch(time)].entries.push_back(entry); }
+
+bool FlowEngine::all_stale(Batch& b) const {
+  while (b.first_live < b.entries.size() && is_stale(b.entries[b.first_live])) ++b.first_live;
+  return b.first_live == b.entries.size();
+}
+
+void FlowEngine::free_batch(uint32_t batch) { free_batches_.push_back(batch); }
 
 FlowEngine::Event FlowEngine::pop_event() {
   std::pop_heap(events_.begin(), events_.end(), std::greater<>());
@@ -187,7 +235,7 @@ FlowEngine::Event FlowEngine::pop_event() {
 }
 
 void FlowEngine::pop_stale() {
-  while (!events_.empty() && is_stale(events_.front())) pop_event();
+  while (!events_.empty() && all_stale(batches_[events_.front().batch])) free_batch(pop_event().batch);
 }
 
 double FlowEngine::next_event_time() {
@@ -209,22 +257,30 @@ void FlowEngine::advance_to(double t, std::vector<DeliveredFlow>& delivered) {
     // Every event at this instant, then one recomputation for all of them.
     double at = events_.front().time;
     now_ = std::max(now_, at);
+    timed_.clear();
     while (!events_.empty() && events_.front().time <= at) {
       Event e = pop_event();
-      Flow& f = flows_[e.flow];
-      if (e.version == kDelivery) {
-        delivered.push_back({e.flow, e.time});
-        --pending_count_;
-        f.links.clear();
-        free_ids_.push_back(e.flow);
-      } else if (f.active && f.version == e.version) {
-        f.remaining = 0;
-        f.since = now_;
-        remove_from_links(e.flow);
-        if (sharing_) dirty_links_.insert(dirty_links_.end(), f.links.begin(), f.links.end());
-        push_event({now_ + f.latency, e.flow, kDelivery});
+      Batch& b = batches_[e.batch];
+      for (size_t i = b.first_live; i < b.entries.size(); ++i) {
+        Entry entry = b.entries[i];
+        Flow& f = flows_[entry.flow];
+        if (entry.version == kDelivery) {
+          delivered.push_back({entry.flow, e.time});
+          --pending_count_;
+          f.hop_count = 0;
+          free_ids_.push_back(entry.flow);
+        } else if (f.active && f.version == entry.version) {
+          f.remaining = 0;
+          f.since = now_;
+          remove_from_links(entry.flow);
+          if (sharing_)
+            for (const Hop& hop : f.hops()) dirty_links_.push_back(hop.link);
+          timed_.push_back({now_ + f.latency, {entry.flow, kDelivery}});
+        }
       }
+      free_batch(e.batch);
     }
+    push_batches(timed_);
   }
   now_ = std::max(now_, t);
 }

@@ -14,6 +14,7 @@
 // during which it no longer holds bandwidth.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -56,10 +57,22 @@ class FlowEngine {
   uint64_t recomputations() const { return recomputations_; }
 
  private:
+  // A link of a flow's route, and the flow's index in that link's flows.
+  struct Hop {
+    LinkId link;
+    uint32_t slot;
+  };
   struct Flow {
-    std::vector<LinkId> links;
-    std::vector<uint32_t> slot_in_link;  // index in links_[l].flows
-    double remaining = 0;                // bytes left at time `since`
+    // The route lives in the flow itself up to kInlineHops links (every
+    // route of the built-in node shapes): walking a link's flows and their
+    // routes is the engine's inner loop, and a separate allocation per
+    // route made each step of it a cache miss.
+    static constexpr uint32_t kInlineHops = 8;
+    std::array<Hop, kInlineHops> inline_hops;
+    std::vector<Hop> spilled_hops;  // routes longer than kInlineHops
+    uint32_t hop_count = 0;
+    std::span<Hop> hops() { return {hop_count <= kInlineHops ? inline_hops.data() : spilled_hops.data(), hop_count}; }
+    double remaining = 0;  // bytes left at time `since`
     double since = 0;
     double rate = 0;
     double previous_rate = 0;  // before the current recomputation
@@ -76,11 +89,23 @@ class FlowEngine {
     uint32_t unfrozen = 0;
     uint32_t stamp = 0;
   };
+  // What an event acts on: a flow's data drained (if `version` is still
+  // the flow's) or, with kDelivery, its delivery.
+  struct Entry {
+    FlowId flow;
+    uint32_t version;
+  };
+  // Flows that drain or deliver at one instant share one heap entry: a
+  // collective's symmetric flows do, so the heap holds a few events per
+  // rate change instead of one per flow.
   struct Event {
     double time;
-    FlowId flow;
-    uint32_t version;  // kDelivery for a delivery; else a data-drained event
+    uint32_t batch;  // index in batches_
     bool operator>(const Event& o) const { return time > o.time; }
+  };
+  struct Batch {
+    std::vector<Entry> entries;
+    size_t first_live = 0;  // entries before it are stale
   };
   static constexpr uint32_t kDelivery = UINT32_MAX;
 
@@ -88,21 +113,30 @@ class FlowEngine {
     f.remaining = std::max(0.0, f.remaining - f.rate * (now_ - f.since));
     f.since = now_;
   }
-  void schedule_drain(FlowId id);
+  double drain_time(const Flow& f) const { return f.since + f.remaining / f.rate; }
+  // Pushes the entries as events, one per distinct time.
+  void push_batches(std::span<const std::pair<double, Entry>> timed);
+  void push_one(double time, Entry entry);
+  // An empty batch at `time`, pushed on the heap; returns its index.
+  uint32_t new_batch(double time);
   void remove_from_links(FlowId id);
   void recompute();  // over the components of dirty_links_
   void pop_stale();
-  bool is_stale(const Event& e) const {
+  bool is_stale(const Entry& e) const {
     return e.version != kDelivery && (!flows_[e.flow].active || flows_[e.flow].version != e.version);
   }
-  void push_event(Event e);
+  // Whether every entry of the batch is stale (moving its cursor past them).
+  bool all_stale(Batch& b) const;
   Event pop_event();
+  void free_batch(uint32_t batch);
 
   std::vector<LinkState> links_;
   std::vector<Flow> flows_;
   std::vector<FlowId> free_ids_;
   std::vector<LinkId> dirty_links_;
   std::vector<Event> events_;  // a min-heap on time, with stale entries dropped lazily
+  std::vector<Batch> batches_;
+  std::vector<uint32_t> free_batches_;
   bool sharing_;
   double now_ = 0;
   uint32_t stamp_ = 0;
@@ -113,6 +147,7 @@ class FlowEngine {
   std::vector<LinkId> component_links_;
   std::vector<FlowId> component_flows_;
   std::vector<std::pair<double, LinkId>> heap_;
+  std::vector<std::pair<double, Entry>> timed_;
 };
 
 }  // namespace dstc::htae

@@ -165,5 +165,44 @@ TEST(FlowEngine, DeliveredIdsAreReused) {
   EXPECT_EQ(engine.start_flow(route, 100, engine.now()), a);
 }
 
+// A route longer than a flow holds inline (11 links) shares link 0 with two
+// one-link flows: 100/3 each until S1 (50 B) drains at 1.5, then 50 each:
+// L (50 B left) at 2.5, S2 (250 B left, then 200 alone) at 4.5. Removing
+// S1 and L moves the others within link 0's list, whose slots must follow.
+TEST(FlowEngine, LongRoutesShareAndLeaveLinksLikeShortOnes) {
+  std::vector<double> capacity(11, 1000.0);
+  capacity[0] = 100;
+  FlowEngine engine(capacity);
+  LinkId long_route[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0};
+  LinkId short_route[] = {0};
+  FlowId l = engine.start_flow(long_route, 100, 0);
+  FlowId s1 = engine.start_flow(short_route, 50, 0);
+  FlowId s2 = engine.start_flow(short_route, 300, 0);
+  EXPECT_DOUBLE_EQ(engine.rate(l), 100.0 / 3);
+  auto delivered = run_all(engine);
+  EXPECT_DOUBLE_EQ(delivery_time(delivered, s1), 1.5);
+  EXPECT_DOUBLE_EQ(delivery_time(delivered, l), 2.5);
+  EXPECT_DOUBLE_EQ(delivery_time(delivered, s2), 4.5);
+  // The long flow's id, reused for a short route, holds only that link.
+  FlowId again = engine.start_flow(short_route, 100, engine.now());
+  FlowId other = engine.start_flow(long_route, 100, engine.now());
+  EXPECT_DOUBLE_EQ(engine.rate(again), 50);
+  EXPECT_DOUBLE_EQ(engine.rate(other), 50);
+}
+
+// Flows that drain at one instant are delivered at that instant, each after
+// its own latency.
+TEST(FlowEngine, FlowsDrainingTogetherDeliverAfterTheirOwnLatencies) {
+  FlowEngine engine({100.0, 100.0});
+  LinkId r0[] = {0}, r1[] = {1};
+  FlowId a = engine.start_flow(r0, 100, 0, 0.5);
+  FlowId b = engine.start_flow(r1, 100, 0, 0.25);
+  FlowId c = engine.start_flow(r1, 100, 0, 0.5);
+  auto delivered = run_all(engine);
+  EXPECT_DOUBLE_EQ(delivery_time(delivered, a), 1.5);
+  EXPECT_DOUBLE_EQ(delivery_time(delivered, b), 2.25);
+  EXPECT_DOUBLE_EQ(delivery_time(delivered, c), 2.5);
+}
+
 }  // namespace
 }  // namespace dstc::htae
