@@ -9,6 +9,7 @@
 // collectives in the same order (the IR's program order guarantees it).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <stdexcept>
@@ -19,6 +20,18 @@
 namespace dstc::runtime {
 
 enum class ReduceOp : uint8_t { Sum, Max };
+
+// out[i] = member(0)[i] op member(1)[i] op ..., in member order as the
+// reference executor reduces, so every transport gives the same bits.
+// `member(m)` is member m's input as a span of out.size() values.
+template <class MemberInput>
+void reduce_in_member_order(size_t members, MemberInput member, ReduceOp op, std::span<double> out) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    double r = member(0)[i];
+    for (size_t m = 1; m < members; ++m) r = op == ReduceOp::Max ? std::max(r, member(m)[i]) : r + member(m)[i];
+    out[i] = r;
+  }
+}
 
 // Thrown in a rank whose run is ended because another rank failed.
 struct PeerFailed : std::runtime_error {

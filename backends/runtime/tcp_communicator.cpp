@@ -161,11 +161,8 @@ uint32_t resolve(const std::string& host) {
 // out = the blocks (one per member, each of out.size()) reduced in member order.
 void reduce_blocks(const std::vector<double>& blocks, ReduceOp op, std::span<double> out) {
   const size_t n = out.size(), p = n > 0 ? blocks.size() / n : 0;
-  for (size_t i = 0; i < n; ++i) {
-    double r = blocks[i];
-    for (size_t m = 1; m < p; ++m) r = op == ReduceOp::Max ? std::max(r, blocks[m * n + i]) : r + blocks[m * n + i];
-    out[i] = r;
-  }
+  reduce_in_member_order(
+      p, [&](size_t m) { return std::span<const double>(blocks).subspan(m * n, n); }, op, out);
 }
 
 // FNV-1a of a group's ranks: the same on every member.

@@ -7,12 +7,6 @@
 
 namespace dstc::runtime {
 
-namespace {
-
-double reduce(double a, double b, ReduceOp op) { return op == ReduceOp::Max ? std::max(a, b) : a + b; }
-
-}  // namespace
-
 std::optional<std::string> ThreadWorld::failure() const {
   std::lock_guard lock(mutex_);
   return failure_;
@@ -49,11 +43,8 @@ void ThreadCommunicator::meet(std::span<const ir::Rank> group, std::span<const d
 void ThreadCommunicator::all_reduce(std::span<double> data, std::span<const ir::Rank> group, ReduceOp op) {
   std::vector<double> mine(data.begin(), data.end());
   meet(group, mine, [&](std::span<const std::span<const double>> inputs, int32_t) {
-    for (size_t i = 0; i < data.size(); ++i) {
-      double r = inputs[0][i];
-      for (size_t m = 1; m < inputs.size(); ++m) r = reduce(r, inputs[m][i], op);
-      data[i] = r;
-    }
+    reduce_in_member_order(
+        inputs.size(), [&](size_t m) { return inputs[m]; }, op, data);
   });
 }
 
@@ -69,11 +60,8 @@ void ThreadCommunicator::reduce_scatter(std::span<const double> in, std::span<do
                                         std::span<const ir::Rank> group, ReduceOp op) {
   meet(group, in, [&](std::span<const std::span<const double>> inputs, int32_t member) {
     const size_t base = static_cast<size_t>(member) * out.size();
-    for (size_t i = 0; i < out.size(); ++i) {
-      double r = inputs[0][base + i];
-      for (size_t m = 1; m < inputs.size(); ++m) r = reduce(r, inputs[m][base + i], op);
-      out[i] = r;
-    }
+    reduce_in_member_order(
+        inputs.size(), [&](size_t m) { return inputs[m].subspan(base, out.size()); }, op, out);
   });
 }
 
