@@ -104,6 +104,55 @@ std::vector<std::vector<int64_t>> balanced_nodes(const Topology& topology, std::
   return nodes;
 }
 
+// An all-to-all as NCCL sends it (every pair at once, `block` bytes each),
+// with PXN, NCCL's default since 2.12 (NCCL_P2P_PXN_LEVEL=2): a block for a
+// GPU on another node leaves through the NIC of the rail the receiver is on
+// (the NIC serving the local GPU with the receiver's local index), handed
+// over NVLink to that GPU, which sends it on. So a node's traffic to one
+// rail of another node crosses the network as one aggregated transfer. A
+// sender with no group member of the receiver's index on its node, or no
+// NVLink to it, sends through its own NIC, as do GPUs that share NICs
+// (there NCCL's proxy is whichever GPU is nearest the NIC; not modelled). Transfers between the same two
+// GPUs are merged; the two legs run at once, as NCCL pipelines them.
+CollectivePhase all_to_all_phase(const Topology& topology, std::span<const int64_t> group, double block) {
+  CollectivePhase phase;
+  // The member of the group on `node` with local index `local`, or -1.
+  std::map<std::pair<int64_t, int>, int64_t> member;
+  for (int64_t d : group) member[{topology.node_of(d), topology.local_of(d)}] = d;
+  std::map<std::pair<int64_t, int64_t>, size_t> index;
+  const bool pxn = topology.nic_per_gpu();
+  auto add = [&](int64_t a, int64_t b, double latency) {
+    auto [it, inserted] = index.emplace(std::pair{a, b}, phase.transfers.size());
+    if (inserted) {
+      phase.transfers.push_back({a, b, block, latency});
+      return;
+    }
+    Transfer& t = phase.transfers[it->second];
+    t.bytes += block;
+    t.latency = std::max(t.latency, latency);
+  };
+  for (int64_t a : group) {
+    for (int64_t b : group) {
+      if (a == b) continue;
+      int64_t via = -1;
+      if (pxn && topology.node_of(a) != topology.node_of(b)) {
+        auto it = member.find({topology.node_of(a), topology.local_of(b)});
+        if (it != member.end() && it->second != a &&
+            topology.nvlink_between(topology.local_of(a), topology.local_of(it->second)))
+          via = it->second;
+      }
+      if (via < 0) {
+        add(a, b, topology.route_latency(a, b));
+      } else {
+        double hop = topology.route_latency(a, via);
+        add(a, via, hop);
+        add(via, b, hop + topology.route_latency(via, b));
+      }
+    }
+  }
+  return phase;
+}
+
 CollectivePlan make_plan(const Topology& topology, CollectiveKind kind, std::span<const int64_t> group, double bytes,
                          CollectiveAlgorithm algorithm, size_t root) {
   CollectivePlan plan{kind, algorithm, {}};
@@ -120,11 +169,7 @@ CollectivePlan make_plan(const Topology& topology, CollectiveKind kind, std::spa
       if (kind == CollectiveKind::SendRecv) {
         add(group[0], group[1], bytes);
       } else {
-        for (int64_t a : group) {
-          for (int64_t b : group) {
-            if (a != b) add(a, b, bytes / pd);
-          }
-        }
+        phase = all_to_all_phase(topology, group, bytes / pd);
       }
       plan.phases.push_back(std::move(phase));
       break;

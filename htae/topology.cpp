@@ -157,6 +157,11 @@ void Topology::compute_routes(const ClusterSpec& spec) {
     out.latency += nic_latency_ / 2;
     out.bandwidth = std::min(out.bandwidth, spec.network.nic_bandwidth);
   }
+  std::vector<int> served(uplink.size(), 0);
+  for (int a = 0; a < g; ++a)
+    if (int nic = spec.nic_of_gpu(a); nic >= 0) ++served[static_cast<size_t>(nic)];
+  nic_per_gpu_ = !uplink.empty() && static_cast<int>(uplink.size()) == g &&
+                 std::all_of(served.begin(), served.end(), [](int n) { return n == 1; });
   for (size_t n = 0; n < uplink.size(); ++n) {
     auto pred = shortest_from(nic_vertex(static_cast<int>(n)));
     for (int b = 0; b < g; ++b) {
@@ -169,6 +174,17 @@ void Topology::compute_routes(const ClusterSpec& spec) {
       in.bandwidth = std::min(tail.bandwidth, spec.network.nic_bandwidth);
     }
   }
+}
+
+bool Topology::nvlink_between(int a, int b) const {
+  if (a == b) return true;
+  const LocalRoute& r = intra(a, b);
+  if (r.links.empty()) return false;
+  for (LinkId l : r.links) {
+    LinkKind kind = node_links_[l].kind;
+    if (kind != LinkKind::NvLink && kind != LinkKind::NvSwitch) return false;
+  }
+  return true;
 }
 
 Link Topology::link(LinkId id) const {

@@ -69,6 +69,13 @@ class Topology {
   // infinity for src == dst.
   double route_bandwidth(int64_t src, int64_t dst) const;
 
+  // Whether every GPU of a node has a NIC of its own (rail-optimized nodes
+  // such as DGX A100 and H100, where NCCL's PXN applies).
+  bool nic_per_gpu() const { return nic_per_gpu_; }
+  // Whether two GPUs of a node reach each other over NVLink alone (NCCL's
+  // PATH_NVL), which PXN needs.
+  bool nvlink_between(int a, int b) const;
+
  private:
   struct LocalRoute {
     std::vector<LinkId> links;  // node-local link ids
@@ -87,6 +94,7 @@ class Topology {
   std::vector<LocalRoute> intra_routes_;  // [src * gpus + dst]
   std::vector<LocalRoute> to_nic_;        // GPU -> its NIC, then the uplink
   std::vector<LocalRoute> from_nic_;      // downlink, then NIC -> GPU
+  bool nic_per_gpu_ = false;
   double nic_latency_ = 0;
 };
 

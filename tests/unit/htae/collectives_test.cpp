@@ -171,6 +171,56 @@ TEST(Collectives, OtherKindsMakeTheirTransfers) {
   EXPECT_EQ(bcast.phases[0].transfers[2].dst, 1);
 }
 
+// The transfer from src to dst in a phase, or null.
+const Transfer* find_transfer(const CollectivePhase& phase, int64_t src, int64_t dst) {
+  for (const Transfer& t : phase.transfers)
+    if (t.src == src && t.dst == dst) return &t;
+  return nullptr;
+}
+
+// An all-to-all over two DGX A100s (a NIC per GPU) as NCCL's PXN sends it,
+// 100 bytes a block: GPU 0's blocks for node 1 leave by the NIC of their
+// receiver's rail, handed over NVLink to that rail's GPU on node 0. So
+// 0 -> 1 carries 0's block for 1 and for 9 (200), 1 -> 9 carries node 0's
+// eight blocks for 9 (800), and nothing goes 0 -> 9 (another rail): 56
+// NVLink pairs and 8 rail transfers per node, not 16 x 15 pairs.
+TEST(Collectives, AllToAllAcrossRailNodesSendsThroughTheReceiversRail) {
+  Topology topo = preset_topology("dgx-a100.toml", {.nodes = 2});
+  std::vector<int64_t> group = iota(16);
+  CollectivePlan plan = plan_collective(topo, CollectiveKind::AllToAll, group, 1600);
+  ASSERT_EQ(plan.phases.size(), 1u);
+  const CollectivePhase& phase = plan.phases[0];
+  EXPECT_EQ(phase.transfers.size(), 2u * 56 + 2u * 8);
+  ASSERT_NE(find_transfer(phase, 0, 1), nullptr);
+  EXPECT_DOUBLE_EQ(find_transfer(phase, 0, 1)->bytes, 200);
+  ASSERT_NE(find_transfer(phase, 1, 9), nullptr);
+  EXPECT_DOUBLE_EQ(find_transfer(phase, 1, 9)->bytes, 800);
+  EXPECT_EQ(find_transfer(phase, 0, 9), nullptr);
+  // The rail transfer is delivered after both hops' latencies.
+  EXPECT_DOUBLE_EQ(find_transfer(phase, 1, 9)->latency, topo.route_latency(0, 1) + topo.route_latency(1, 9));
+  double sent = 0;
+  for (const Transfer& t : phase.transfers) sent += topo.node_of(t.src) != topo.node_of(t.dst) ? t.bytes : 0;
+  EXPECT_DOUBLE_EQ(sent, 2 * 8 * 8 * 100);  // every cross-node block crosses once
+}
+
+// Without a member of the receiver's local index on the sender's node, or
+// on nodes whose GPUs share a NIC, every block goes straight to its
+// receiver through the sender's own NIC.
+TEST(Collectives, AllToAllWithoutARailPeerSendsDirectly) {
+  Topology a100 = preset_topology("dgx-a100.toml", {.nodes = 2});
+  std::vector<int64_t> off_rail = {0, 9};
+  CollectivePlan plan = plan_collective(a100, CollectiveKind::AllToAll, off_rail, 200);
+  ASSERT_EQ(plan.phases[0].transfers.size(), 2u);
+  EXPECT_NE(find_transfer(plan.phases[0], 0, 9), nullptr);
+  Topology v100 = preset_topology("v100-nvlink-4x8.toml");  // one NIC per node
+  EXPECT_FALSE(v100.nic_per_gpu());
+  EXPECT_TRUE(a100.nic_per_gpu());
+  std::vector<int64_t> group = iota(16);
+  CollectivePlan direct = plan_collective(v100, CollectiveKind::AllToAll, group, 1600);
+  EXPECT_EQ(direct.phases[0].transfers.size(), 16u * 15);
+  EXPECT_DOUBLE_EQ(find_transfer(direct.phases[0], 0, 9)->bytes, 100);
+}
+
 // Proteus' figure 5(a) case 3: four 2-GPU groups {0,4} {1,5} {2,6} {3,7} on
 // the TITAN Xp box. Each PCIe switch uplink (15.75 GB/s) carries two of them
 // (7.875 GB/s each); the socket link then carries 31.5 of its 38.4 GB/s.
