@@ -117,27 +117,56 @@ void FlowEngine::recompute() {
       }
     }
   }
-  heap_.clear();
-  for (LinkId id : component_links_) {
-    LinkState& l = links_[id];
-    l.residual = l.capacity;
-    l.unfrozen = static_cast<uint32_t>(l.flows.size());
-    if (l.unfrozen > 0) heap_.push_back({l.residual / l.unfrozen, id});
-  }
   for (FlowId id : component_flows_) {
     Flow& f = flows_[id];
     settle(f);
     f.frozen = false;
     f.previous_rate = f.rate;
+    f.private_capacity = kInfinity;
   }
+  // A link only one flow uses freezes that flow at its capacity when the
+  // filling reaches it; the narrowest such link of a flow stands for all of
+  // them as one heap entry. Most links of a route are a GPU's or a NIC's
+  // own, so the heap holds a fraction of the component's links.
+  heap_.clear();
+  for (LinkId id : component_links_) {
+    LinkState& l = links_[id];
+    l.residual = l.capacity;
+    l.unfrozen = static_cast<uint32_t>(l.flows.size());
+    if (l.unfrozen == 1) {
+      Flow& f = flows_[l.flows[0]];
+      f.private_capacity = std::min(f.private_capacity, l.capacity);
+    } else if (l.unfrozen > 1) {
+      heap_.push_back({l.residual / l.unfrozen, id});
+    }
+  }
+  for (FlowId id : component_flows_) {
+    if (flows_[id].private_capacity < kInfinity) heap_.push_back({flows_[id].private_capacity, kFlowEntry | id});
+  }
+  auto freeze = [&](Flow& f, double rate) {
+    f.frozen = true;
+    f.rate = rate;
+    for (const Hop& hop : f.hops()) {
+      LinkState& o = links_[hop.link];
+      o.residual -= rate;
+      o.unfrozen -= 1;
+    }
+  };
   // Progressive filling. A link's fair share only grows as flows elsewhere
   // freeze below it, so a popped entry whose share has grown is re-pushed.
-  auto cmp = [](const std::pair<double, LinkId>& a, const std::pair<double, LinkId>& b) { return a.first > b.first; };
+  auto cmp = [](const std::pair<double, uint32_t>& a, const std::pair<double, uint32_t>& b) {
+    return a.first > b.first;
+  };
   std::make_heap(heap_.begin(), heap_.end(), cmp);
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), cmp);
     auto [share, id] = heap_.back();
     heap_.pop_back();
+    if (id & kFlowEntry) {
+      Flow& f = flows_[id & ~kFlowEntry];
+      if (!f.frozen) freeze(f, share);
+      continue;
+    }
     LinkState& l = links_[id];
     if (l.unfrozen == 0) continue;
     double current = std::max(0.0, l.residual) / l.unfrozen;
@@ -147,15 +176,7 @@ void FlowEngine::recompute() {
       continue;
     }
     for (FlowId fid : l.flows) {
-      Flow& f = flows_[fid];
-      if (f.frozen) continue;
-      f.frozen = true;
-      f.rate = current;
-      for (const Hop& hop : f.hops()) {
-        LinkState& o = links_[hop.link];
-        o.residual -= current;
-        o.unfrozen -= 1;
-      }
+      if (!flows_[fid].frozen) freeze(flows_[fid], current);
     }
   }
   // A flow whose rate did not change keeps its drain event.

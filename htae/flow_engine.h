@@ -79,8 +79,9 @@ class FlowEngine {
     double latency = 0;
     uint32_t version = 0;
     uint32_t stamp = 0;
-    bool active = false;  // holds bandwidth
-    bool frozen = false;  // during progressive filling
+    bool active = false;          // holds bandwidth
+    bool frozen = false;          // during progressive filling
+    double private_capacity = 0;  // the narrowest link only it uses, during filling
   };
   struct LinkState {
     double capacity;
@@ -146,7 +147,10 @@ class FlowEngine {
   // Scratch for recompute(), kept to avoid allocation.
   std::vector<LinkId> component_links_;
   std::vector<FlowId> component_flows_;
-  std::vector<std::pair<double, LinkId>> heap_;
+  // Progressive filling's heap: a link's fair share, or (kFlowEntry | flow)
+  // a flow's private capacity.
+  static constexpr uint32_t kFlowEntry = 1u << 31;
+  std::vector<std::pair<double, uint32_t>> heap_;
   std::vector<std::pair<double, Entry>> timed_;
 };
 
