@@ -77,6 +77,24 @@ TEST(FlowEngine, MaxMinFairWithUnbalancedLinks) {
   EXPECT_DOUBLE_EQ(engine.rate(c), 2);
 }
 
+// A link only A uses (capacity 30, then one of 50) holds A below its share
+// of the shared link 0 (100): A 30, B and C split the other 70. When C
+// finishes, B takes 70 and A stays at its own link's 30.
+TEST(FlowEngine, ALinkOfItsOwnHoldsAFlowBelowItsShare) {
+  FlowEngine engine({100.0, 50.0, 30.0});
+  LinkId own[] = {1, 0, 2}, shared[] = {0};
+  FlowId a = engine.start_flow(own, 300, 0);
+  FlowId b = engine.start_flow(shared, 350, 0);
+  FlowId c = engine.start_flow(shared, 70, 0);
+  EXPECT_DOUBLE_EQ(engine.rate(a), 30);
+  EXPECT_DOUBLE_EQ(engine.rate(b), 35);
+  EXPECT_DOUBLE_EQ(engine.rate(c), 35);
+  std::vector<DeliveredFlow> delivered;
+  engine.advance_to(2.0, delivered);
+  EXPECT_DOUBLE_EQ(engine.rate(a), 30);
+  EXPECT_DOUBLE_EQ(engine.rate(b), 70);
+}
+
 // A (100 B) and B (300 B) share a 100 B/s link: 50 each until A finishes at
 // t = 2 with B at 200 B left, which then drains alone at 100: t = 4.
 TEST(FlowEngine, RemainingFlowSpeedsUpWhenOneFinishes) {
