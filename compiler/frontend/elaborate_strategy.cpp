@@ -116,6 +116,7 @@ class StrategyElaborator {
     mesh();
     if (diags_.error_count() > errors) return std::nullopt;
     for (const FlatStmt& f : flat_) apply(f);
+    check_stage_indices();
     if (diags_.error_count() > errors) return std::nullopt;
     finish_compute();
     finish_memory();
@@ -674,7 +675,7 @@ class StrategyElaborator {
                      fmt::format("{} nodes cannot fill the {} stages of axis {}", nodes.size(), stages, s.name));
         return;
       }
-      for (int64_t k = 0; k < stages; ++k) p.stages.push_back({k, {}, s.range});
+      for (int64_t k = 0; k < stages; ++k) p.stages.push_back({k, {}, s.range, {}});
       // Contiguous, as even as possible: the first (n mod stages) stages get one more.
       size_t n = nodes.size(), base = n / static_cast<size_t>(stages), extra = n % static_cast<size_t>(stages);
       size_t at = 0;
@@ -686,12 +687,12 @@ class StrategyElaborator {
       for (const StageDecl& st : s.stages) {
         std::optional<int64_t> index = eval_.eval_int(*st.index, scope, "a stage index");
         if (!index) return;
-        if (*index < 0 || *index >= stages) {
+        if (*index < 0) {
           diags_.error(diag::kBadPipeline, st.index->range,
                        fmt::format("stage {} is outside axis {} (0..{})", *index, s.name, stages - 1));
           return;
         }
-        PipelineStage stage{*index, {}, st.range};
+        PipelineStage stage{*index, {}, st.range, st.index->range};
         for (const Selector& m : st.members) {
           std::optional<std::vector<Segment>> sel = segments(m, scope);
           if (!sel) return;
@@ -708,6 +709,29 @@ class StrategyElaborator {
       }
     }
     p.present = true;
+  }
+
+  // Written stages number ranks x virtual stages, known once every schedule
+  // config is read.
+  void check_stage_indices() {
+    const PipelinePlacement& p = out_.pipeline;
+    if (!p.present) return;
+    int64_t ranks = out_.mesh[p.axis].size, virtual_stages = 1;
+    for (const ScheduleConfig& c : out_.schedules) virtual_stages = std::max(virtual_stages, c.virtual_stages);
+    for (const PipelineStage& st : p.stages) {
+      if (st.index < ranks * virtual_stages) continue;
+      const std::string& axis = out_.mesh[p.axis].name;
+      if (virtual_stages == 1)
+        diags_.error(diag::kBadPipeline, st.index_range,
+                     fmt::format("stage {} is outside axis {} (0..{})", st.index, axis, ranks - 1));
+      else
+        diags_.error(
+            diag::kBadPipeline, st.index_range,
+            fmt::format("stage {} is outside the pipeline's {} stages ({} ranks of axis {} x {} virtual "
+                        "stages: 0..{})",
+                        st.index, ranks * virtual_stages, ranks, axis, virtual_stages, ranks * virtual_stages - 1));
+      return;
+    }
   }
 
   // Every leaf is placed: leaves outside the staged subtrees join the stage

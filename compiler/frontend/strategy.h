@@ -111,11 +111,14 @@ struct MemoryConfig {
   SourceRange range;
 };
 
-// Pipeline stage: the subtrees placed on index `index` of mesh axis `axis`.
+// Pipeline stage: the subtrees placed on stage `index`. Stage s runs on
+// index s mod n of the pipeline axis of n ranks: with V virtual stages per
+// rank (interleaved(V), zb_v) written lists number ranks x V stages.
 struct PipelineStage {
   int64_t index = 0;
   std::vector<NodeId> nodes;
   SourceRange range;
+  SourceRange index_range;  // of a written stage's index
 };
 
 struct PipelinePlacement {

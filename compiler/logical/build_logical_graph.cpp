@@ -461,16 +461,13 @@ class LogicalGraphBuilder {
       int32_t first = g.nodes[st.nodes.front()].parent;
       parent = parent == -2 || parent == first ? first : -1;
     }
-    // Lists of one node's children are that node's pipeline; written lists
-    // with several stages per rank stay lists, which the strategy tree refuses.
+    // Lists of one node's children are that node's pipeline (its schedule
+    // drives it). The compiler cuts `pipeline X over pp` into stages itself;
+    // written lists keep the placement the user wrote, however uneven.
     bool written = std::any_of(p.stages.begin(), p.stages.end(),
                                [&](const frontend::PipelineStage& st) { return st.range != p.range; });
-    bool virtual_stages = std::any_of(spec.schedule.begin(), spec.schedule.end(),
-                                      [](const auto& c) { return c && c->virtual_stages && *c->virtual_stages != 1; });
-    if (parent >= 0 && !(written && virtual_stages)) {
-      spec.pipeline.node = parent;
-      return;
-    }
+    if (parent >= 0) spec.pipeline.node = parent;
+    if (parent >= 0 && !written) return;
     spec.pipeline.stage_of_node.assign(g.nodes.size(), -1);
     for (const frontend::PipelineStage& st : p.stages)
       for (frontend::NodeId n : st.nodes) spec.pipeline.stage_of_node[n] = static_cast<int32_t>(st.index);

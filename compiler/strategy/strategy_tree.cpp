@@ -1,5 +1,6 @@
 #include "compiler/strategy/strategy_tree.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -106,12 +107,17 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
   // Stages: the pipelined node's children, cut into contiguous groups.
   out.stage_of_op.assign(graph.ops.size(), 0);
   if (pipelined && !spec.pipeline.stage_of_node.empty()) {
-    // Explicit stages: each op runs on its nearest placed ancestor's stage.
+    // Explicit stages: each op runs on its nearest placed ancestor's stage;
+    // with V virtual stages the lists number ranks x V stages.
     out.pipeline_ranks = spec.mesh.axes()[spec.pipeline.axis].size;
-    out.num_stages = out.pipeline_ranks;
-    if (root.virtual_stages != 1) {
-      diags.error(dstc::diag::kScheduleUnavailable, schedule_where,
-                  "virtual stages need `pipeline NODE over AXIS`, not explicit stage lists");
+    out.num_stages = out.pipeline_ranks * root.virtual_stages;
+    int32_t last = *std::max_element(spec.pipeline.stage_of_node.begin(), spec.pipeline.stage_of_node.end());
+    if (last >= out.num_stages) {
+      auto error = diags.error(diag::kBadPipeline, spec.pipeline.where,
+                               fmt::format("stage {} is placed, but the schedule that drives this pipeline has {} "
+                                           "stages ({} ranks x {} virtual)",
+                                           last, out.num_stages, out.pipeline_ranks, root.virtual_stages));
+      if (schedule_where.valid()) error.note(schedule_where, "the schedule that drives it");
       return std::nullopt;
     }
     int32_t current = 0;
