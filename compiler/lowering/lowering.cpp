@@ -323,7 +323,7 @@ ir::ValueId Lowering::box(const Emit& at, ir::ValueId value, const ir::Layout fr
   ir::Layout current = from;
   ir::ValueId v = value;
   for (const AxisTransfer& step : plan_boxing(from, to)) {
-    if (spec.mesh.axes()[step.axis].size == 1) continue;  // one device: B, S and P coincide
+    if (step_group_size(step, spec.mesh) == 1) continue;  // one device: B, S and P coincide
     v = emit_boxing_step(at, step, {&v, 1}, current).front();
   }
   if (cacheable) boxed_[key] = v;
@@ -334,7 +334,7 @@ std::vector<ir::ValueId> Lowering::box_group(const Emit& at, std::vector<ir::Val
                                              const ir::Layout to) {
   ir::Layout current = from;
   for (const AxisTransfer& step : plan_boxing(from, to)) {
-    if (spec.mesh.axes()[step.axis].size == 1) continue;
+    if (step_group_size(step, spec.mesh) == 1) continue;
     // Reductions run as one grouped collective; other steps one per value.
     bool grouped = step.op == ir::OpKind::AllReduce || step.op == ir::OpKind::ReduceScatter;
     if (grouped) {
@@ -384,7 +384,8 @@ std::vector<ir::ValueId> Lowering::emit_boxing_step(const Emit& at, const AxisTr
       if (max) attrs.push_back(ir::AttrValue::string("op", "max"));
       break;
     case ir::OpKind::AllToAll:
-      next[step.axis] = split(step.to_dim);
+      for (size_t a = 0; a < next.size(); ++a)
+        if ((step_axes(step) >> a) & 1u) next[a] = split(step.to_dim);
       attrs.push_back(ir::AttrValue::integer("split_dim", step.to_dim));
       attrs.push_back(ir::AttrValue::integer("concat_dim", step.from_dim));
       break;
@@ -411,7 +412,7 @@ std::vector<ir::ValueId> Lowering::emit_boxing_step(const Emit& at, const AxisTr
   op.devices = stage_devices_[at.stage];
   op.operands = values;
   op.attrs = attrs;
-  op.group_axes = local ? 0 : static_cast<uint16_t>(1u << step.axis);
+  op.group_axes = local ? 0 : static_cast<uint16_t>(step_axes(step));
   op.meta = {local ? ir::Stream::Compute : at.stream, at.phase, static_cast<int16_t>(at.stage), at.micro_batch,
              loc_of(at.where, at.node)};
   op.result_layouts = layouts;

@@ -144,6 +144,36 @@ std::vector<AxisTransfer> nested_order(std::vector<AxisTransfer> pending, const 
   return ordered;
 }
 
+// The axes splitting each dim of a layout, as bits.
+std::array<uint32_t, ir::kMaxRank> splitters(const ir::Layout& layout) {
+  std::array<uint32_t, ir::kMaxRank> out{};
+  for (int a = 0; a < static_cast<int>(layout.size()); ++a)
+    if (layout[a].kind == ir::Sbp::Split) out[layout[a].dim] |= 1u << a;
+  return out;
+}
+
+// Takes out of `all_to_alls` those that one all_to_all over several axes
+// does: axes that alone split dim i before and alone split dim j after,
+// where j was not split before nor i after. Chunks nest the same way on
+// both sides, so the group's row-major order carries every chunk to its
+// place, where axis by axis the nesting would force a gather (boxing_plan.h).
+std::vector<AxisTransfer> spanning_all_to_alls(std::vector<AxisTransfer>& all_to_alls, const ir::Layout& from,
+                                               const ir::Layout& to) {
+  const std::array<uint32_t, ir::kMaxRank> before = splitters(from), after = splitters(to);
+  std::vector<AxisTransfer> spanning;
+  for (int i = 0; i < ir::kMaxRank; ++i) {
+    for (int j = 0; j < ir::kMaxRank; ++j) {
+      uint32_t axes = before[i];
+      if (i == j || std::popcount(axes) < 2 || after[j] != axes || before[j] != 0 || after[i] != 0) continue;
+      std::erase_if(all_to_alls, [&](const AxisTransfer& t) {
+        return t.op == ir::OpKind::AllToAll && ((axes >> t.axis) & 1u) != 0;
+      });
+      spanning.push_back({ir::OpKind::AllToAll, std::countr_zero(axes), i, j, false, axes});
+    }
+  }
+  return spanning;
+}
+
 // The plan between layouts without S(flat).
 std::vector<AxisTransfer> plan_blocks(const ir::Layout& from, const ir::Layout& to) {
   std::vector<AxisTransfer> removals, keeps, additions;
@@ -167,11 +197,13 @@ std::vector<AxisTransfer> plan_blocks(const ir::Layout& from, const ir::Layout& 
       keeps.push_back({ir::OpKind::Partialize, a, -1, -1});
     }
   }
+  std::vector<AxisTransfer> spanning = spanning_all_to_alls(removals, from, to);
   // Splits go innermost (latest axis) first and come outermost first.
   std::vector<AxisTransfer> plan(removals.rbegin(), removals.rend());
   plan.insert(plan.end(), keeps.begin(), keeps.end());
   plan.insert(plan.end(), additions.begin(), additions.end());
   plan = nested_order(std::move(plan), from);
+  plan.insert(plan.begin(), spanning.begin(), spanning.end());
   shrink_first(plan);
   return plan;
 }
@@ -229,12 +261,19 @@ double local_bytes(const ir::Layout& layout, double logical_bytes, const ir::Mes
   return bytes;
 }
 
+int64_t step_group_size(const AxisTransfer& t, const ir::Mesh& mesh) {
+  int64_t p = 1;
+  for (int a = 0; a < mesh.axis_count(); ++a)
+    if ((step_axes(t) >> a) & 1u) p *= mesh.axes()[a].size;
+  return p;
+}
+
 double boxing_bytes(const std::vector<AxisTransfer>& plan, const ir::Layout& from, double logical_bytes,
                     const ir::Mesh& mesh) {
   double local = local_bytes(from, logical_bytes, mesh);
   double sent = 0;
   for (const AxisTransfer& t : plan) {
-    double p = mesh.axes()[t.axis].size;
+    auto p = static_cast<double>(step_group_size(t, mesh));
     switch (t.op) {
       case ir::OpKind::AllGather:
         sent += (p - 1) * local;

@@ -31,13 +31,24 @@ namespace dstc::compiler {
 //   shard           B -> S(flat) (local)
 // A flat chunk is of the block the other axes leave, so a plan first
 // gathers an S(flat) it leaves and flattens last.
+//
+// Where several mesh axes split one dim and are to split another the same
+// way (tokens split over [dp, tp] going to experts split over [dp, tp]), one
+// all_to_all over all of them (`span`) moves every chunk at once: the
+// group's row-major order is the nesting's, earlier axes outer.
 struct AxisTransfer {
   ir::OpKind op;
-  int axis = 0;       // mesh axis
+  int axis = 0;       // mesh axis (a spanning all_to_all's first)
   int from_dim = -1;  // all_gather, all_to_all, unshard
   int to_dim = -1;    // reduce_scatter, all_to_all, shard
   bool flat = false;
+  uint32_t span = 0;  // all_to_all over several axes: their bits; 0: `axis` alone
 };
+
+// The mesh axes a step runs over, as bits.
+inline uint32_t step_axes(const AxisTransfer& t) { return t.span ? t.span : 1u << t.axis; }
+// The devices in each of its groups.
+int64_t step_group_size(const AxisTransfer& t, const ir::Mesh& mesh);
 
 std::vector<AxisTransfer> plan_boxing(const ir::Layout& from, const ir::Layout& to);
 

@@ -17,7 +17,12 @@ constexpr ir::Sbp F{ir::Sbp::Flat, 0};
 
 std::string steps(const std::vector<AxisTransfer>& plan) {
   std::string out;
-  for (const AxisTransfer& t : plan) out += fmt::format("{}{}@{} ", ir::op_name(t.op), t.flat ? "(flat)" : "", t.axis);
+  for (const AxisTransfer& t : plan) {
+    out += fmt::format("{}{}@{}", ir::op_name(t.op), t.flat ? "(flat)" : "", t.axis);
+    for (int a = t.axis + 1; t.span && a < 32; ++a)
+      if ((t.span >> a) & 1u) out += fmt::format("+{}", a);
+    out += " ";
+  }
   return out;
 }
 
@@ -91,6 +96,18 @@ std::string run_plan(ir::Layout layout, const std::vector<AxisTransfer>& plan) {
     return false;
   };
   for (const AxisTransfer& t : plan) {
+    if (t.span) {
+      // One all_to_all over every axis of the span: they alone split the
+      // dim it leaves and the dim it makes.
+      for (size_t a = 0; a < layout.size(); ++a) {
+        bool in = (t.span >> a) & 1u;
+        if (in && layout[a] != S(static_cast<uint8_t>(t.from_dim))) return "spans an axis without the split";
+        if (!in && layout[a].kind == ir::Sbp::Split && (layout[a].dim == t.from_dim || layout[a].dim == t.to_dim))
+          return "spans a dim another axis splits";
+        if (in) layout[a] = S(static_cast<uint8_t>(t.to_dim));
+      }
+      continue;
+    }
     ir::Sbp& at = layout[static_cast<size_t>(t.axis)];
     if (t.from_dim >= 0) {
       if (at != S(static_cast<uint8_t>(t.from_dim))) return "removes a split the axis does not have";
@@ -124,6 +141,19 @@ std::string run_plan(ir::Layout layout, const std::vector<AxisTransfer>& plan) {
   for (const ir::Sbp& x : layout)
     out += x.kind == ir::Sbp::Split ? fmt::format("S({}) ", x.dim) : x.kind == ir::Sbp::Broadcast ? "B " : "P ";
   return out;
+}
+
+// Tokens split over [dp, tp] on the batch going to experts split over both
+// (parallel folding): one all_to_all over the two axes, not a gather over
+// tp and an all_to_all over dp. With a third axis splitting the batch
+// alone it is still one (that axis keeps its split); where another axis
+// splits the experts' dim before, or the tokens' after, axis by axis.
+TEST(BoxingPlan, OneAllToAllSpansTheAxesThatSplitBothDims) {
+  EXPECT_EQ(steps(plan_boxing({S(0), S(0)}, {S(1), S(1)})), "all_to_all@0+1 ");
+  EXPECT_EQ(steps(plan_boxing({S(0), S(0), S(0)}, {S(1), S(1), S(1)})), "all_to_all@0+1+2 ");
+  EXPECT_EQ(steps(plan_boxing({S(2), S(0), S(0)}, {S(2), S(1), S(1)})), "all_to_all@1+2 ");
+  EXPECT_EQ(steps(plan_boxing({S(0), S(0)}, {S(1), B})), "all_gather@1 all_to_all@0 ");
+  EXPECT_EQ(steps(plan_boxing({S(0), S(0)}, {S(1), S(0)})).find("@0+1"), std::string::npos);
 }
 
 // Every pair of layouts of a 3-D tensor over 2 and 3 mesh axes: each plan
