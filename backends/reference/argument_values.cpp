@@ -25,6 +25,10 @@ uint64_t stream_of(uint64_t seed, std::string_view name) {
   return splitmix64(h ^ splitmix64(seed));
 }
 
+// Element i of the uniform [0, 1) stream `stream` (stream_of, hashed once
+// per tensor: hashing the name per element was most of a large run's set-up).
+double uniform_at(uint64_t stream, uint64_t i) { return static_cast<double>(splitmix64(stream + i) >> 11) * 0x1.0p-53; }
+
 // The whole-batch tensor `name` of `shape`: floats uniform in ±1, integers
 // uniform in [0, values).
 HostTensor data_tensor(std::string_view name, ir::DType dtype, std::vector<int64_t> shape, int64_t values,
@@ -34,7 +38,7 @@ HostTensor data_tensor(std::string_view name, ir::DType dtype, std::vector<int64
   const double range = static_cast<double>(values > 0 ? values : 2);
   uint64_t stream = stream_of(seed, name);
   for (size_t i = 0; i < out.data.size(); ++i) {
-    double u = static_cast<double>(splitmix64(stream + i) >> 11) * 0x1.0p-53;
+    const double u = uniform_at(stream, i);
     out.data[i] = integer ? std::floor(u * range) : 2 * u - 1;
   }
   return out;
@@ -55,7 +59,7 @@ HostTensor micro_batch_rows(const HostTensor& full, int axis, int64_t n, int k) 
 }  // namespace
 
 double uniform_element(uint64_t seed, std::string_view name, uint64_t i) {
-  return static_cast<double>(splitmix64(stream_of(seed, name) + i) >> 11) * 0x1.0p-53;
+  return uniform_at(stream_of(seed, name), i);
 }
 
 ArgumentSource make_argument_source(uint64_t seed) {
@@ -64,7 +68,8 @@ ArgumentSource make_argument_source(uint64_t seed) {
     // A parameter's replicas on other pipeline stages start equal to it.
     const std::string logical = ir::logical_name(request.name);
     auto fill = [&](double lo, double hi) {
-      for (size_t i = 0; i < out.data.size(); ++i) out.data[i] = lo + (hi - lo) * uniform_element(seed, logical, i);
+      const uint64_t stream = stream_of(seed, logical);
+      for (size_t i = 0; i < out.data.size(); ++i) out.data[i] = lo + (hi - lo) * uniform_at(stream, i);
     };
     auto ends_with = [&](std::string_view suffix) {
       return request.name.size() >= suffix.size() &&
@@ -76,7 +81,8 @@ ArgumentSource make_argument_source(uint64_t seed) {
       int64_t fan_in =
           request.logical_shape.size() >= 2 ? numel_of(request.logical_shape) / request.logical_shape[0] : 0;
       double a = fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.5;
-      for (size_t i = 0; i < out.data.size(); ++i) out.data[i] = -a + 2 * a * uniform_element(seed, param, i);
+      const uint64_t stream = stream_of(seed, param);
+      for (size_t i = 0; i < out.data.size(); ++i) out.data[i] = -a + 2 * a * uniform_at(stream, i);
       return out;
     }
     switch (request.kind) {
