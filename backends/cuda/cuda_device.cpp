@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <tuple>
 
@@ -61,10 +62,14 @@ struct GemmCall {
 
 // Row-major y[m, n] = op(L)[m, k] · op(R)[k, n] is column-major
 // y^T[n, m] = op(R)^T · op(L)^T: cuBLAS's A is R, its B is L. FP32 inputs
-// and FP32 compute (no TF32: the step must match the reference's f32).
-std::unique_ptr<GemmCall> make_gemm_call(cublasLtHandle_t lt, const ir::GemmPlan& p) {
+// and outputs; the compute reads them as `precision` says (f32 by default,
+// so the step matches the reference's f32).
+std::unique_ptr<GemmCall> make_gemm_call(cublasLtHandle_t lt, const ir::GemmPlan& p, GemmPrecision precision) {
   auto call = std::make_unique<GemmCall>();
-  check(cublasLtMatmulDescCreate(&call->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  const cublasComputeType_t compute = precision == GemmPrecision::TF32   ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                      : precision == GemmPrecision::BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                                                         : CUBLAS_COMPUTE_32F;
+  check(cublasLtMatmulDescCreate(&call->desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
   cublasOperation_t op_a = p.transpose_r ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = p.transpose_l ? CUBLAS_OP_T : CUBLAS_OP_N;
   check(cublasLtMatmulDescSetAttribute(call->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a), "TRANSA");
   check(cublasLtMatmulDescSetAttribute(call->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b), "TRANSB");
@@ -100,16 +105,26 @@ struct CudaValue final : DeviceValue {
   CudaValue(std::vector<int64_t> dims, ir::DType t, cudaStream_t s) : shape(std::move(dims)), dtype(t), stream(s) {
     elements = 1;
     for (int64_t d : shape) elements *= d;
-    if (elements > 0)
+    if (elements > 0) {
       check(cudaMallocAsync(&data, static_cast<size_t>(elements) * sizeof(float), stream), "cudaMallocAsync");
+      storage.reset(data, [s](float* p) { cudaFreeAsync(p, s); });
+    }
   }
-  ~CudaValue() override {
-    if (data) cudaFreeAsync(data, stream);
-  }
+  // A value over `source`'s floats (a reshape, or a cast: f32 storage holds
+  // every float dtype alike). Values are never written after their op, so
+  // sharing is safe.
+  CudaValue(std::vector<int64_t> dims, ir::DType t, const CudaValue& source)
+      : shape(std::move(dims)),
+        dtype(t),
+        stream(source.stream),
+        elements(source.elements),
+        storage(source.storage),
+        data(source.data) {}
   std::vector<int64_t> shape;
   ir::DType dtype;
   cudaStream_t stream;
   int64_t elements = 0;
+  std::shared_ptr<float> storage;  // freed (stream-ordered) with its last value
   float* data = nullptr;
 };
 
@@ -285,7 +300,7 @@ cuda::AttentionShape attention_shape(const reference::DeviceContext& ctx, const 
 
 class CudaDevice final : public Device {
  public:
-  explicit CudaDevice(int gpu) : gpu_(gpu) {
+  CudaDevice(int gpu, GemmPrecision gemms) : gpu_(gpu), gemm_precision_(gemms) {
     check(cudaSetDevice(gpu_), "cudaSetDevice");
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     // Keep freed memory in the pool: later steps allocate nothing new.
@@ -295,7 +310,10 @@ class CudaDevice final : public Device {
     check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
     cudaDeviceProp prop{};
     check(cudaGetDeviceProperties(&prop, gpu_), "cudaGetDeviceProperties");
-    name_ = fmt::format("cuda ({}, GPU {})", prop.name, gpu_);
+    name_ = fmt::format("cuda ({}, GPU {}{})", prop.name, gpu_,
+                        gemms == GemmPrecision::TF32   ? ", TF32 GEMMs"
+                        : gemms == GemmPrecision::BF16 ? ", bf16 GEMMs"
+                                                       : "");
     check(cudaMalloc(&flag_, sizeof(int)), "cudaMalloc");
     check(cudaMalloc(&workspace_, kWorkspaceBytes), "cudaMalloc");
     check(cublasLtCreate(&lt_), "cublasLtCreate");
@@ -401,6 +419,12 @@ class CudaDevice final : public Device {
     std::vector<const CudaValue*> x;
     for (const DeviceValue* v : in) x.push_back(&cuda_value(*v));
     out.clear();
+    if (ctx.op.kind == OpKind::Cast || ctx.op.kind == OpKind::Reshape) {
+      const ir::TensorType& type = ctx.module.value_type(ctx.function, ctx.function.result(ctx.op, 0));
+      out.push_back(std::make_unique<CudaValue>(std::vector<int64_t>(type.shape().begin(), type.shape().end()),
+                                                type.dtype, *x[0]));
+      return {};
+    }
     std::vector<CudaValue*> y;
     for (int i = 0; i < ctx.op.result_count; ++i) {
       const ir::TensorType& type = ctx.module.value_type(ctx.function, ctx.function.result(ctx.op, i));
@@ -445,11 +469,6 @@ class CudaDevice final : public Device {
       case OpKind::Mul: return binary(cuda::BinaryOp::Mul);
       case OpKind::Div: return binary(cuda::BinaryOp::Div);
       case OpKind::Maximum: return binary(cuda::BinaryOp::Max);
-      case OpKind::Cast:
-      case OpKind::Reshape:
-        return n > 0 ? cudaMemcpyAsync(y[0]->data, x[0]->data, static_cast<size_t>(n) * sizeof(float),
-                                       cudaMemcpyDeviceToDevice, stream_)
-                     : cudaSuccess;
       case OpKind::Partialize: {
         // The value on coordinate 0 of the axis, zeros elsewhere: the sum
         // over the axis is the value.
@@ -739,11 +758,12 @@ class CudaDevice final : public Device {
   const GemmCall* gemm_call(const ir::GemmPlan& p) {
     auto key = std::make_tuple(p.batch, p.m, p.n, p.k, p.transpose_l, p.transpose_r);
     auto it = gemm_calls_.find(key);
-    if (it == gemm_calls_.end()) it = gemm_calls_.emplace(key, make_gemm_call(lt_, p)).first;
+    if (it == gemm_calls_.end()) it = gemm_calls_.emplace(key, make_gemm_call(lt_, p, gemm_precision_)).first;
     return it->second.get();
   }
 
   int gpu_;
+  GemmPrecision gemm_precision_;
   cudaStream_t stream_ = nullptr;
   int* flag_ = nullptr;  // set by a kernel that meets a label outside the classes
   cublasLtHandle_t lt_ = nullptr;
@@ -754,7 +774,7 @@ class CudaDevice final : public Device {
 
 }  // namespace
 
-std::unique_ptr<Device> open_cuda_device(int32_t local_rank, std::string& why_not) {
+std::unique_ptr<Device> open_cuda_device(int32_t local_rank, GemmPrecision gemms, std::string& why_not) {
   int count = 0;
   if (cudaError_t status = cudaGetDeviceCount(&count); status != cudaSuccess || count == 0) {
     why_not = status != cudaSuccess ? fmt::format("no usable CUDA device: {}", cudaGetErrorString(status))
@@ -762,7 +782,7 @@ std::unique_ptr<Device> open_cuda_device(int32_t local_rank, std::string& why_no
     return nullptr;
   }
   try {
-    return std::make_unique<CudaDevice>(local_rank % count);
+    return std::make_unique<CudaDevice>(local_rank % count, gemms);
   } catch (const CudaError& e) {
     why_not = e.what();
     return nullptr;

@@ -26,7 +26,9 @@ __global__ void scale_kernel(const float* x, float* y, int64_t n, float factor) 
 
 __global__ void binary_kernel(BinaryOp op, const float* a, const float* b, float* y, int64_t n, int64_t nb) {
   DSTC_GRID_LOOP(i, n) {
-    float x = a[i], z = b[i % nb];
+    // 64-bit division is slow on the GPU: none, or 32-bit where it fits.
+    const int64_t at = nb == n ? i : n <= INT32_MAX ? static_cast<uint32_t>(i) % static_cast<uint32_t>(nb) : i % nb;
+    float x = a[i], z = b[at];
     switch (op) {
       case BinaryOp::Add: y[i] = x + z; break;
       case BinaryOp::Sub: y[i] = x - z; break;
@@ -150,66 +152,125 @@ __global__ void adam_kernel(const float* w, const float* g, const float* m, cons
 
 __global__ void copy_rows_kernel(const float* x, float* y, int64_t outer, int64_t n, int64_t start, int64_t m,
                                  int64_t offset, int64_t count, int64_t inner) {
-  DSTC_GRID_LOOP(i, outer * count * inner) {
-    int64_t o = i / (count * inner), rest = i % (count * inner);
+  const int64_t total = outer * count * inner, row = count * inner;
+  DSTC_GRID_LOOP(i, total) {
+    // 32-bit division where it fits: 64-bit division is slow on the GPU.
+    const int64_t o = total <= INT32_MAX ? static_cast<uint32_t>(i) / static_cast<uint32_t>(row) : i / row;
+    const int64_t rest = i - o * row;
     y[(o * m + offset) * inner + rest] = x[(o * n + start) * inner + rest];
   }
 }
 
+// The sum (or maximum) over the block of each thread's v, returned to every
+// thread. Every thread of the block calls it (blockDim.x a multiple of 32).
+__device__ float block_reduce(float v, bool max) {
+  __shared__ float per_warp[32];
+  auto warp_reduce = [max](float x) {
+    for (int offset = 16; offset > 0; offset /= 2) {
+      const float other = __shfl_xor_sync(0xffffffffu, x, offset);
+      x = max ? fmaxf(x, other) : x + other;
+    }
+    return x;
+  };
+  v = warp_reduce(v);
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  __syncthreads();  // the previous call's readers are done with per_warp
+  if (lane == 0) per_warp[warp] = v;
+  __syncthreads();
+  return warp_reduce(lane < blockDim.x / 32 ? per_warp[lane] : (max ? -INFINITY : 0.0f));
+}
+
+__device__ float block_sum(float v) { return block_reduce(v, false); }
+__device__ float block_max(float v) { return block_reduce(v, true); }
+
+// Row kernels run one block per row (rows strided over the grid), their
+// threads over the row's elements: coalesced reads, block reductions.
+#define DSTC_ROW_LOOP(r, rows) for (int64_t r = blockIdx.x; r < (rows); r += gridDim.x)
+#define DSTC_ROW_ELEMENTS(j, n) for (int64_t j = threadIdx.x; j < (n); j += blockDim.x)
+
+// The mean and 1/sqrt(variance + eps) of a row, the variance about the mean.
 __device__ void row_stats(const float* x, int64_t h, float eps, float& mean, float& inv) {
-  float sum = 0.0f, var = 0.0f;
-  for (int64_t j = 0; j < h; ++j) sum += x[j];
-  mean = sum / static_cast<float>(h);
-  for (int64_t j = 0; j < h; ++j) var += (x[j] - mean) * (x[j] - mean);
-  inv = 1.0f / sqrtf(var / static_cast<float>(h) + eps);
+  float sum = 0.0f;
+  DSTC_ROW_ELEMENTS(j, h) sum += x[j];
+  mean = block_sum(sum) / static_cast<float>(h);
+  float var = 0.0f;
+  DSTC_ROW_ELEMENTS(j, h) var += (x[j] - mean) * (x[j] - mean);
+  inv = 1.0f / sqrtf(block_sum(var) / static_cast<float>(h) + eps);
 }
 
 __global__ void layernorm_kernel(const float* x, const float* gamma, const float* beta, float* y, int64_t rows,
                                  int64_t h, float eps) {
-  DSTC_GRID_LOOP(r, rows) {
+  DSTC_ROW_LOOP(r, rows) {
     const float* px = x + r * h;
     float mean, inv;
     row_stats(px, h, eps, mean, inv);
-    for (int64_t j = 0; j < h; ++j) y[r * h + j] = (px[j] - mean) * inv * gamma[j] + beta[j];
+    DSTC_ROW_ELEMENTS(j, h) y[r * h + j] = (px[j] - mean) * inv * gamma[j] + beta[j];
   }
 }
 
 __global__ void layernorm_grad_kernel(const float* dy, const float* x, const float* gamma, float* dx, int64_t rows,
                                       int64_t h, float eps) {
-  DSTC_GRID_LOOP(r, rows) {
+  DSTC_ROW_LOOP(r, rows) {
     const float *px = x + r * h, *pd = dy + r * h;
     float mean, inv;
     row_stats(px, h, eps, mean, inv);
-    float mean_g = 0.0f, mean_gx = 0.0f;
-    for (int64_t j = 0; j < h; ++j) {
-      float g = pd[j] * gamma[j];
-      mean_g += g;
-      mean_gx += g * (px[j] - mean) * inv;
+    float sum_g = 0.0f, sum_gx = 0.0f;
+    DSTC_ROW_ELEMENTS(j, h) {
+      const float g = pd[j] * gamma[j];
+      sum_g += g;
+      sum_gx += g * (px[j] - mean) * inv;
     }
-    mean_g /= static_cast<float>(h);
-    mean_gx /= static_cast<float>(h);
-    for (int64_t j = 0; j < h; ++j) {
-      float g = pd[j] * gamma[j];
+    const float mean_g = block_sum(sum_g) / static_cast<float>(h);
+    const float mean_gx = block_sum(sum_gx) / static_cast<float>(h);
+    DSTC_ROW_ELEMENTS(j, h) {
+      const float g = pd[j] * gamma[j];
       dx[r * h + j] = inv * (g - mean_g - (px[j] - mean) * inv * mean_gx);
     }
   }
 }
 
 __global__ void row_stats_kernel(const float* x, float* stats, int64_t rows, int64_t h, float eps) {
-  DSTC_GRID_LOOP(r, rows) row_stats(x + r * h, h, eps, stats[2 * r], stats[2 * r + 1]);
+  DSTC_ROW_LOOP(r, rows) {
+    float mean, inv;
+    row_stats(x + r * h, h, eps, mean, inv);
+    if (threadIdx.x == 0) {
+      stats[2 * r] = mean;
+      stats[2 * r + 1] = inv;
+    }
+  }
 }
 
-// One thread per column, rows in order: no atomics, the reference's order.
-__global__ void layernorm_weight_grad_kernel(const float* dy, const float* x, const float* stats, float* dgamma,
-                                             float* dbeta, int64_t rows, int64_t h) {
+// A column sum over many rows in two passes, both in a fixed order (so the
+// result does not vary from run to run): each thread sums one column over a
+// chunk of kColumnChunk rows (adjacent threads, adjacent columns), then one
+// thread per column adds the chunks' sums in order.
+constexpr int64_t kColumnChunk = 64;
+
+// term 0: dgamma's dy·(x − mean)·inv; 1: dbeta's dy; 2: RMS norm's dy·x·inv.
+__device__ float weight_grad_term(int term, const float* dy, const float* x, const float* stats, int64_t r, int64_t h,
+                                  int64_t j) {
+  const int64_t i = r * h + j;
+  if (term == 0) return dy[i] * (x[i] - stats[2 * r]) * stats[2 * r + 1];
+  if (term == 1) return dy[i];
+  return dy[i] * x[i] * stats[r];
+}
+
+__global__ void column_chunks_kernel(int term, const float* dy, const float* x, const float* stats, float* partial,
+                                     int64_t rows, int64_t h) {
+  const int64_t chunks = (rows + kColumnChunk - 1) / kColumnChunk;
+  DSTC_GRID_LOOP(i, chunks * h) {
+    const int64_t c = i / h, j = i % h, end = (c + 1) * kColumnChunk < rows ? (c + 1) * kColumnChunk : rows;
+    float total = 0.0f;
+    for (int64_t r = c * kColumnChunk; r < end; ++r) total += weight_grad_term(term, dy, x, stats, r, h, j);
+    partial[i] = total;
+  }
+}
+
+__global__ void column_total_kernel(const float* partial, float* y, int64_t chunks, int64_t h) {
   DSTC_GRID_LOOP(j, h) {
-    float g = 0.0f, b = 0.0f;
-    for (int64_t r = 0; r < rows; ++r) {
-      g += dy[r * h + j] * (x[r * h + j] - stats[2 * r]) * stats[2 * r + 1];
-      b += dy[r * h + j];
-    }
-    dgamma[j] = g;
-    dbeta[j] = b;
+    float total = 0.0f;
+    for (int64_t c = 0; c < chunks; ++c) total += partial[c * h + j];
+    y[j] = total;
   }
 }
 
@@ -229,38 +290,48 @@ __global__ void embedding_grad_kernel(const float* dy, const float* ids, float* 
   }
 }
 
+// The row's maximum and sum of exp(x − maximum).
+__device__ void softmax_stats(const float* row, int64_t n, float& mx, float& z) {
+  float m = -INFINITY;
+  DSTC_ROW_ELEMENTS(j, n) m = fmaxf(m, row[j]);
+  mx = block_max(m);
+  float total = 0.0f;
+  DSTC_ROW_ELEMENTS(j, n) total += expf(row[j] - mx);
+  z = block_sum(total);
+}
+
 __global__ void cross_entropy_rows_kernel(const float* logits, const float* labels, float* row_loss, int* bad_label,
                                           int64_t rows, int64_t c) {
-  DSTC_GRID_LOOP(r, rows) {
+  DSTC_ROW_LOOP(r, rows) {
     const float* pl = logits + r * c;
-    int64_t label = static_cast<int64_t>(labels[r]);
+    const int64_t label = static_cast<int64_t>(labels[r]);
     if (label < 0 || label >= c) {
-      *bad_label = 1;
-      row_loss[r] = 0.0f;
+      if (threadIdx.x == 0) {
+        *bad_label = 1;
+        row_loss[r] = 0.0f;
+      }
       continue;
     }
-    float mx = pl[0], z = 0.0f;
-    for (int64_t j = 1; j < c; ++j) mx = pl[j] > mx ? pl[j] : mx;
-    for (int64_t j = 0; j < c; ++j) z += expf(pl[j] - mx);
-    row_loss[r] = logf(z) + mx - pl[label];
+    float mx, z;
+    softmax_stats(pl, c, mx, z);
+    if (threadIdx.x == 0) row_loss[r] = logf(z) + mx - pl[label];
   }
 }
 
 __global__ void cross_entropy_grad_kernel(const float* dloss, const float* logits, const float* labels, float* y,
                                           int* bad_label, int64_t rows, int64_t c, float divisor) {
-  DSTC_GRID_LOOP(r, rows) {
+  DSTC_ROW_LOOP(r, rows) {
     const float* pl = logits + r * c;
     float* po = y + r * c;
-    int64_t label = static_cast<int64_t>(labels[r]);
+    const int64_t label = static_cast<int64_t>(labels[r]);
     if (label < 0 || label >= c) {
-      *bad_label = 1;
+      if (threadIdx.x == 0) *bad_label = 1;
       continue;
     }
     const float factor = dloss[0] / divisor;
-    float mx = pl[0], z = 0.0f;
-    for (int64_t j = 1; j < c; ++j) mx = pl[j] > mx ? pl[j] : mx;
-    for (int64_t j = 0; j < c; ++j) z += expf(pl[j] - mx);
-    for (int64_t j = 0; j < c; ++j) po[j] = factor * (expf(pl[j] - mx) / z - (j == label ? 1.0f : 0.0f));
+    float mx, z;
+    softmax_stats(pl, c, mx, z);
+    DSTC_ROW_ELEMENTS(j, c) po[j] = factor * (expf(pl[j] - mx) / z - (j == label ? 1.0f : 0.0f));
   }
 }
 
@@ -289,7 +360,35 @@ __global__ void unary_kernel(UnaryOp op, const float* x, float* y, int64_t n) {
   DSTC_GRID_LOOP(i, n) y[i] = op == UnaryOp::Exp ? expf(x[i]) : sqrtf(x[i]);
 }
 
-// One thread per (outer, inner) line of n elements.
+// Contiguous lines (inner 1) one block per line; strided ones one thread
+// per (outer, inner) line, whose neighbours read neighbouring elements.
+__global__ void softmax_rows_kernel(const float* x, float* y, int64_t rows, int64_t n, bool log) {
+  DSTC_ROW_LOOP(r, rows) {
+    const float* px = x + r * n;
+    float mx, total;
+    softmax_stats(px, n, mx, total);
+    const float log_total = logf(total);
+    DSTC_ROW_ELEMENTS(j, n) {
+      const float shifted = px[j] - mx;
+      y[r * n + j] = log ? shifted - log_total : expf(shifted) / total;
+    }
+  }
+}
+
+__global__ void softmax_rows_grad_kernel(const float* dy, const float* y, float* dx, int64_t rows, int64_t n,
+                                         bool log) {
+  DSTC_ROW_LOOP(r, rows) {
+    const int64_t base = r * n;
+    float partial = 0.0f;
+    DSTC_ROW_ELEMENTS(j, n) partial += log ? dy[base + j] : dy[base + j] * y[base + j];
+    const float total = block_sum(partial);
+    DSTC_ROW_ELEMENTS(j, n) {
+      const int64_t at = base + j;
+      dx[at] = log ? dy[at] - expf(y[at]) * total : y[at] * (dy[at] - total);
+    }
+  }
+}
+
 __global__ void softmax_kernel(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool log) {
   DSTC_GRID_LOOP(line, outer * inner) {
     const int64_t base = line / inner * n * inner + line % inner;
@@ -322,40 +421,33 @@ __global__ void softmax_grad_kernel(const float* dy, const float* y, float* dx, 
 
 __device__ float rms_inverse(const float* x, int64_t h, float eps) {
   float sq = 0.0f;
-  for (int64_t j = 0; j < h; ++j) sq += x[j] * x[j];
-  return 1.0f / sqrtf(sq / static_cast<float>(h) + eps);
+  DSTC_ROW_ELEMENTS(j, h) sq += x[j] * x[j];
+  return 1.0f / sqrtf(block_sum(sq) / static_cast<float>(h) + eps);
 }
 
 __global__ void rms_norm_kernel(const float* x, const float* gamma, float* y, int64_t rows, int64_t h, float eps) {
-  DSTC_GRID_LOOP(r, rows) {
+  DSTC_ROW_LOOP(r, rows) {
     const float inv = rms_inverse(x + r * h, h, eps);
-    for (int64_t j = 0; j < h; ++j) y[r * h + j] = x[r * h + j] * inv * (gamma ? gamma[j] : 1.0f);
+    DSTC_ROW_ELEMENTS(j, h) y[r * h + j] = x[r * h + j] * inv * (gamma ? gamma[j] : 1.0f);
   }
 }
 
 __global__ void rms_norm_grad_kernel(const float* dy, const float* x, const float* gamma, float* dx, int64_t rows,
                                      int64_t h, float eps) {
-  DSTC_GRID_LOOP(r, rows) {
+  DSTC_ROW_LOOP(r, rows) {
     const float *px = x + r * h, *pd = dy + r * h;
     const float inv = rms_inverse(px, h, eps);
-    float gx = 0.0f;
-    for (int64_t j = 0; j < h; ++j) gx += pd[j] * (gamma ? gamma[j] : 1.0f) * px[j];
-    gx /= static_cast<float>(h);
-    for (int64_t j = 0; j < h; ++j)
-      dx[r * h + j] = inv * pd[j] * (gamma ? gamma[j] : 1.0f) - px[j] * inv * inv * inv * gx;
+    float partial = 0.0f;
+    DSTC_ROW_ELEMENTS(j, h) partial += pd[j] * (gamma ? gamma[j] : 1.0f) * px[j];
+    const float gx = block_sum(partial) / static_cast<float>(h);
+    DSTC_ROW_ELEMENTS(j, h) dx[r * h + j] = inv * pd[j] * (gamma ? gamma[j] : 1.0f) - px[j] * inv * inv * inv * gx;
   }
 }
 
 __global__ void rms_inverse_kernel(const float* x, float* inverse, int64_t rows, int64_t h, float eps) {
-  DSTC_GRID_LOOP(r, rows) inverse[r] = rms_inverse(x + r * h, h, eps);
-}
-
-__global__ void rms_norm_weight_grad_kernel(const float* dy, const float* x, const float* inverse, float* dgamma,
-                                            int64_t rows, int64_t h) {
-  DSTC_GRID_LOOP(j, h) {
-    float g = 0.0f;
-    for (int64_t r = 0; r < rows; ++r) g += dy[r * h + j] * x[r * h + j] * inverse[r];
-    dgamma[j] = g;
+  DSTC_ROW_LOOP(r, rows) {
+    const float inv = rms_inverse(x + r * h, h, eps);
+    if (threadIdx.x == 0) inverse[r] = inv;
   }
 }
 
@@ -377,13 +469,16 @@ __global__ void rope_kernel(const float* x, float* y, int64_t rows, int64_t d, i
 
 __global__ void cross_entropy_parts_kernel(const float* x, const float* m, const float* labels, float* sums,
                                            float* picked, int64_t rows, int64_t c, int64_t offset) {
-  DSTC_GRID_LOOP(r, rows) {
+  DSTC_ROW_LOOP(r, rows) {
     const float* row = x + r * c;
     float z = 0.0f;
-    for (int64_t j = 0; j < c; ++j) z += expf(row[j] - m[r]);
-    const int64_t label = static_cast<int64_t>(labels[r]) - offset;
-    sums[r] = z;
-    picked[r] = label >= 0 && label < c ? row[label] - m[r] : 0.0f;
+    DSTC_ROW_ELEMENTS(j, c) z += expf(row[j] - m[r]);
+    z = block_sum(z);
+    if (threadIdx.x == 0) {
+      const int64_t label = static_cast<int64_t>(labels[r]) - offset;
+      sums[r] = z;
+      picked[r] = label >= 0 && label < c ? row[label] - m[r] : 0.0f;
+    }
   }
 }
 
@@ -480,23 +575,27 @@ __device__ float score(const float* q, const float* k, int64_t d, float scale) {
 }
 
 __global__ void attention_softmax_kernel(float* scores, int64_t rows, AttentionShape a) {
-  DSTC_GRID_LOOP(r, rows) {
+  DSTC_ROW_LOOP(r, rows) {
     float* row = scores + r * a.t;
     const int64_t visible = visible_keys(a, r % a.s);
-    float mx = -INFINITY, z = 0.0f;
-    for (int64_t j = 0; j < visible; ++j) mx = fmaxf(mx, row[j] * a.scale);
-    for (int64_t j = 0; j < visible; ++j) z += expf(row[j] * a.scale - mx);
-    for (int64_t j = 0; j < a.t; ++j) row[j] = j < visible ? expf(row[j] * a.scale - mx) / z : 0.0f;
+    float m = -INFINITY;
+    DSTC_ROW_ELEMENTS(j, visible) m = fmaxf(m, row[j] * a.scale);
+    const float mx = block_max(m);
+    float partial = 0.0f;
+    DSTC_ROW_ELEMENTS(j, visible) partial += expf(row[j] * a.scale - mx);
+    const float z = block_sum(partial);
+    DSTC_ROW_ELEMENTS(j, a.t) row[j] = j < visible ? expf(row[j] * a.scale - mx) / z : 0.0f;
   }
 }
 
 __global__ void attention_softmax_grad_kernel(const float* p, float* dp, int64_t rows, AttentionShape a) {
-  DSTC_GRID_LOOP(r, rows) {
+  DSTC_ROW_LOOP(r, rows) {
     const float* pr = p + r * a.t;
     float* dr = dp + r * a.t;
-    float weighted = 0.0f;
-    for (int64_t j = 0; j < a.t; ++j) weighted += pr[j] * dr[j];
-    for (int64_t j = 0; j < a.t; ++j) dr[j] = pr[j] * (dr[j] - weighted) * a.scale;
+    float partial = 0.0f;
+    DSTC_ROW_ELEMENTS(j, a.t) partial += pr[j] * dr[j];
+    const float weighted = block_sum(partial);
+    DSTC_ROW_ELEMENTS(j, a.t) dr[j] = pr[j] * (dr[j] - weighted) * a.scale;
   }
 }
 
@@ -554,6 +653,20 @@ __global__ void attention_grad_kernel(const float* dout, const float* q, const f
   }
 }
 
+// One weight gradient term's column sums over rows (weight_grad_term).
+cudaError_t column_sum(int term, const float* dy, const float* x, const float* stats, float* y, int64_t rows, int64_t h,
+                       cudaStream_t s) {
+  const int64_t chunks = (rows + kColumnChunk - 1) / kColumnChunk;
+  float* partial = nullptr;
+  if (cudaError_t e = cudaMallocAsync(&partial, static_cast<size_t>(chunks * h) * sizeof(float), s); e != cudaSuccess)
+    return e;
+  column_chunks_kernel<<<blocks(chunks * h), kThreads, 0, s>>>(term, dy, x, stats, partial, rows, h);
+  column_total_kernel<<<blocks(h), kThreads, 0, s>>>(partial, y, chunks, h);
+  const cudaError_t launched = cudaGetLastError();
+  const cudaError_t freed = cudaFreeAsync(partial, s);
+  return launched != cudaSuccess ? launched : freed;
+}
+
 }  // namespace
 
 cudaError_t fill(float* y, int64_t n, float value, cudaStream_t s) {
@@ -581,7 +694,26 @@ cudaError_t pointwise_backward(int activation, const float* dy, const float* v, 
   return cudaGetLastError();
 }
 
+// Whether x is [rows, columns] row-major with the rows summed (a bias's
+// gradient), which column_sum reads coalesced.
+bool sums_leading_rows(const ReduceShape& shape, int64_t& rows, int64_t& columns) {
+  int64_t stride = 1;
+  for (int d = shape.kept - 1; d >= 0; --d) {
+    if (shape.kept_stride[d] != stride) return false;
+    stride *= shape.kept_size[d];
+  }
+  columns = stride;
+  for (int d = shape.reduced - 1; d >= 0; --d) {
+    if (shape.reduced_stride[d] != stride) return false;
+    stride *= shape.reduced_size[d];
+  }
+  rows = stride / columns;
+  return shape.reduced > 0 && columns > 1;
+}
+
 cudaError_t sum(const float* x, float* y, int64_t out_elements, const ReduceShape& shape, cudaStream_t s) {
+  if (int64_t rows, columns; sums_leading_rows(shape, rows, columns))
+    return column_sum(1, x, nullptr, nullptr, y, rows, columns, s);
   int64_t reduced_count = 1;
   for (int d = 0; d < shape.reduced; ++d) reduced_count *= shape.reduced_size[d];
   reduce_kernel<<<reduce_blocks(out_elements), kThreads, 0, s>>>(x, y, out_elements, shape, reduced_count, false);
@@ -615,21 +747,21 @@ cudaError_t copy_rows(const float* x, float* y, int64_t outer, int64_t n, int64_
 
 cudaError_t layernorm(const float* x, const float* gamma, const float* beta, float* y, int64_t rows, int64_t h,
                       float eps, cudaStream_t s) {
-  layernorm_kernel<<<blocks(rows), kThreads, 0, s>>>(x, gamma, beta, y, rows, h, eps);
+  layernorm_kernel<<<reduce_blocks(rows), kThreads, 0, s>>>(x, gamma, beta, y, rows, h, eps);
   return cudaGetLastError();
 }
 
 cudaError_t layernorm_grad(const float* dy, const float* x, const float* gamma, float* dx, int64_t rows, int64_t h,
                            float eps, cudaStream_t s) {
-  layernorm_grad_kernel<<<blocks(rows), kThreads, 0, s>>>(dy, x, gamma, dx, rows, h, eps);
+  layernorm_grad_kernel<<<reduce_blocks(rows), kThreads, 0, s>>>(dy, x, gamma, dx, rows, h, eps);
   return cudaGetLastError();
 }
 
 cudaError_t layernorm_weight_grad(const float* dy, const float* x, float* dgamma, float* dbeta, float* stats,
                                   int64_t rows, int64_t h, float eps, cudaStream_t s) {
-  row_stats_kernel<<<blocks(rows), kThreads, 0, s>>>(x, stats, rows, h, eps);
-  layernorm_weight_grad_kernel<<<blocks(h), kThreads, 0, s>>>(dy, x, stats, dgamma, dbeta, rows, h);
-  return cudaGetLastError();
+  row_stats_kernel<<<reduce_blocks(rows), kThreads, 0, s>>>(x, stats, rows, h, eps);
+  if (cudaError_t e = column_sum(0, dy, x, stats, dgamma, rows, h, s); e != cudaSuccess) return e;
+  return column_sum(1, dy, x, stats, dbeta, rows, h, s);
 }
 
 cudaError_t embedding(const float* table, const float* ids, float* y, int64_t tokens, int64_t rows, int64_t h,
@@ -647,13 +779,14 @@ cudaError_t embedding_grad(const float* dy, const float* ids, float* y, int64_t 
 
 cudaError_t cross_entropy_rows(const float* logits, const float* labels, float* row_loss, int* bad_label, int64_t rows,
                                int64_t c, cudaStream_t s) {
-  cross_entropy_rows_kernel<<<blocks(rows), kThreads, 0, s>>>(logits, labels, row_loss, bad_label, rows, c);
+  cross_entropy_rows_kernel<<<reduce_blocks(rows), kThreads, 0, s>>>(logits, labels, row_loss, bad_label, rows, c);
   return cudaGetLastError();
 }
 
 cudaError_t cross_entropy_grad(const float* dloss, const float* logits, const float* labels, float* y, int* bad_label,
                                int64_t rows, int64_t c, float divisor, cudaStream_t s) {
-  cross_entropy_grad_kernel<<<blocks(rows), kThreads, 0, s>>>(dloss, logits, labels, y, bad_label, rows, c, divisor);
+  cross_entropy_grad_kernel<<<reduce_blocks(rows), kThreads, 0, s>>>(dloss, logits, labels, y, bad_label, rows, c,
+                                                                     divisor);
   return cudaGetLastError();
 }
 
@@ -697,32 +830,37 @@ cudaError_t unary(UnaryOp op, const float* x, float* y, int64_t n, cudaStream_t 
 }
 
 cudaError_t softmax(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool log, cudaStream_t s) {
-  softmax_kernel<<<blocks(outer * inner), kThreads, 0, s>>>(x, y, outer, n, inner, log);
+  if (inner == 1)
+    softmax_rows_kernel<<<reduce_blocks(outer), kThreads, 0, s>>>(x, y, outer, n, log);
+  else
+    softmax_kernel<<<blocks(outer * inner), kThreads, 0, s>>>(x, y, outer, n, inner, log);
   return cudaGetLastError();
 }
 
 cudaError_t softmax_grad(const float* dy, const float* y, float* dx, int64_t outer, int64_t n, int64_t inner, bool log,
                          cudaStream_t s) {
-  softmax_grad_kernel<<<blocks(outer * inner), kThreads, 0, s>>>(dy, y, dx, outer, n, inner, log);
+  if (inner == 1)
+    softmax_rows_grad_kernel<<<reduce_blocks(outer), kThreads, 0, s>>>(dy, y, dx, outer, n, log);
+  else
+    softmax_grad_kernel<<<blocks(outer * inner), kThreads, 0, s>>>(dy, y, dx, outer, n, inner, log);
   return cudaGetLastError();
 }
 
 cudaError_t rms_norm(const float* x, const float* gamma, float* y, int64_t rows, int64_t h, float eps, cudaStream_t s) {
-  rms_norm_kernel<<<blocks(rows), kThreads, 0, s>>>(x, gamma, y, rows, h, eps);
+  rms_norm_kernel<<<reduce_blocks(rows), kThreads, 0, s>>>(x, gamma, y, rows, h, eps);
   return cudaGetLastError();
 }
 
 cudaError_t rms_norm_grad(const float* dy, const float* x, const float* gamma, float* dx, int64_t rows, int64_t h,
                           float eps, cudaStream_t s) {
-  rms_norm_grad_kernel<<<blocks(rows), kThreads, 0, s>>>(dy, x, gamma, dx, rows, h, eps);
+  rms_norm_grad_kernel<<<reduce_blocks(rows), kThreads, 0, s>>>(dy, x, gamma, dx, rows, h, eps);
   return cudaGetLastError();
 }
 
 cudaError_t rms_norm_weight_grad(const float* dy, const float* x, float* dgamma, float* inverse, int64_t rows,
                                  int64_t h, float eps, cudaStream_t s) {
-  rms_inverse_kernel<<<blocks(rows), kThreads, 0, s>>>(x, inverse, rows, h, eps);
-  rms_norm_weight_grad_kernel<<<blocks(h), kThreads, 0, s>>>(dy, x, inverse, dgamma, rows, h);
-  return cudaGetLastError();
+  rms_inverse_kernel<<<reduce_blocks(rows), kThreads, 0, s>>>(x, inverse, rows, h, eps);
+  return column_sum(2, dy, x, inverse, dgamma, rows, h, s);
 }
 
 cudaError_t rope(const float* x, float* y, int64_t rows, int64_t d, int64_t inner, int64_t positions,
@@ -733,7 +871,7 @@ cudaError_t rope(const float* x, float* y, int64_t rows, int64_t d, int64_t inne
 
 cudaError_t cross_entropy_parts(const float* x, const float* m, const float* labels, float* sums, float* picked,
                                 int64_t rows, int64_t c, int64_t offset, cudaStream_t s) {
-  cross_entropy_parts_kernel<<<blocks(rows), kThreads, 0, s>>>(x, m, labels, sums, picked, rows, c, offset);
+  cross_entropy_parts_kernel<<<reduce_blocks(rows), kThreads, 0, s>>>(x, m, labels, sums, picked, rows, c, offset);
   return cudaGetLastError();
 }
 
@@ -787,12 +925,12 @@ cudaError_t combine_gate_grad(const float* dz, const float* slots, const float* 
 }
 
 cudaError_t attention_softmax(float* scores, int64_t rows, const AttentionShape& a, cudaStream_t s) {
-  attention_softmax_kernel<<<blocks(rows), kThreads, 0, s>>>(scores, rows, a);
+  attention_softmax_kernel<<<reduce_blocks(rows), kThreads, 0, s>>>(scores, rows, a);
   return cudaGetLastError();
 }
 
 cudaError_t attention_softmax_grad(const float* p, float* dp, int64_t rows, const AttentionShape& a, cudaStream_t s) {
-  attention_softmax_grad_kernel<<<blocks(rows), kThreads, 0, s>>>(p, dp, rows, a);
+  attention_softmax_grad_kernel<<<reduce_blocks(rows), kThreads, 0, s>>>(p, dp, rows, a);
   return cudaGetLastError();
 }
 

@@ -39,8 +39,13 @@ class Device {
   virtual void synchronize() = 0;
 };
 
+// What the CUDA device's GEMMs read their f32 inputs as, all accumulating
+// in f32: f32 itself, or rounded to TF32 or bf16 for the tensor cores (as
+// PyTorch's allow_tf32 and autocast do).
+enum class GemmPrecision : uint8_t { F32, TF32, BF16 };
+
 // The CUDA device on GPU `local_rank` modulo the visible GPUs, or nullptr
 // with `why_not` set (no GPU; a dstc built without CUDA).
-std::unique_ptr<Device> open_cuda_device(int32_t local_rank, std::string& why_not);
+std::unique_ptr<Device> open_cuda_device(int32_t local_rank, GemmPrecision gemms, std::string& why_not);
 
 }  // namespace dstc::runtime

@@ -64,11 +64,18 @@ def main():
     p.add_argument("--seq", type=int, default=1024)
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--profile", help="write the kernels of 3 more steps to this file")
+    p.add_argument("--dtype", choices=["bf16", "f32", "tf32"], default="bf16",
+                   help="weights and activations in bf16; or in f32, with GEMMs in f32 or TF32 (as dstc run's "
+                        "CUDA device's --gemm-precision f32 / tf32)")
     args = p.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = args.dtype == "tf32"
+    torch.backends.cudnn.allow_tf32 = args.dtype == "tf32"
     vocab = 50304
     torch.manual_seed(0)
     with torch.device("cuda"):
-        model = Model(vocab, args.hidden, args.heads, args.layers).to(torch.bfloat16)
+        model = Model(vocab, args.hidden, args.heads, args.layers)
+        if args.dtype == "bf16":
+            model = model.to(torch.bfloat16)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)
     tokens = torch.randint(0, vocab, (args.batch, args.seq), device="cuda")
     labels = torch.randint(0, vocab, (args.batch, args.seq), device="cuda")
@@ -106,7 +113,7 @@ def main():
     med = lambda xs: sorted(xs)[len(xs) // 2]
     print(json.dumps({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                       "attention": str(backend), "hidden": args.hidden, "heads": args.heads, "layers": args.layers,
-                      "seq": args.seq, "batch": args.batch,
+                      "seq": args.seq, "batch": args.batch, "dtype": args.dtype,
                       "step_s": med(steps), "forward_backward_s": med(fwd_bwd), "optimizer_s": med(optim),
                       "peak_memory_bytes": torch.cuda.max_memory_allocated(),
                       "parameters": sum(p.numel() for p in model.parameters())}))

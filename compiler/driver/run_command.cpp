@@ -37,9 +37,10 @@ struct RunOptions {
   int32_t ranks = 0;  // 0: as many as the strategy's mesh has devices
   runtime::TrainingRunOptions training;
   std::string arithmetic = "f32";
-  double tolerance = 0;             // 0: reference::default_tolerance
-  double rendezvous_timeout = 300;  // torchrun's ranks, seconds
-  std::string trace;                // the Chrome trace to write, or ""
+  std::string gemm_precision = "f32";  // the CUDA device's GEMM inputs
+  double tolerance = 0;                // 0: reference::default_tolerance
+  double rendezvous_timeout = 300;     // torchrun's ranks, seconds
+  std::string trace;                   // the Chrome trace to write, or ""
 };
 
 // Every partition of the ranks into groups that a collective op of `f`
@@ -145,6 +146,13 @@ int run_strategy(CommandContext& ctx, RunOptions& o) {
     if (speaks) ctx.err << "dstc run: error: the CUDA device computes in f32: --arithmetic f32\n";
     return refuse(kExitUsage);
   }
+  if (!cuda && o.gemm_precision != "f32") {
+    if (speaks) ctx.err << "dstc run: error: --gemm-precision is the CUDA device's: add --device cuda\n";
+    return refuse(kExitUsage);
+  }
+  const runtime::GemmPrecision gemms = o.gemm_precision == "tf32"   ? runtime::GemmPrecision::TF32
+                                       : o.gemm_precision == "bf16" ? runtime::GemmPrecision::BF16
+                                                                    : runtime::GemmPrecision::F32;
   SourceManager sources;
   DiagnosticEngine diags(sources);
   auto finish = [&](int code) {
@@ -184,11 +192,15 @@ int run_strategy(CommandContext& ctx, RunOptions& o) {
   }
   o.training.arithmetic = *reference::parse_arithmetic(o.arithmetic);
   o.training.trace = !o.trace.empty();
-  o.training.tolerance = o.tolerance > 0 ? o.tolerance : reference::default_tolerance(o.training.arithmetic);
+  // GEMMs on rounded inputs differ from the f32 reference as bf16 storage does.
+  o.training.tolerance = o.tolerance > 0 ? o.tolerance
+                         : gemms != runtime::GemmPrecision::F32
+                             ? reference::default_tolerance(reference::Arithmetic::Native)
+                             : reference::default_tolerance(o.training.arithmetic);
   // Opened before anything is printed: no GPU is an error of the run.
   auto open_device = [&](int32_t local_rank, std::string& why_not) -> std::unique_ptr<runtime::Device> {
     if (!cuda) return std::make_unique<runtime::CpuDevice>(o.training.arithmetic);
-    return runtime::open_cuda_device(local_rank, why_not);
+    return runtime::open_cuda_device(local_rank, gemms, why_not);
   };
   std::string why_not;
   std::unique_ptr<runtime::Device> first = open_device(launch->local_rank, why_not);
@@ -293,6 +305,10 @@ Command add_run_command(CLI::App& root) {
   sub->add_option("--arithmetic", o->arithmetic,
                   "Precision of every float value: f32, f64, or native (each value's own dtype)")
       ->transform(one_of({"f32", "f64", "native"}))
+      ->capture_default_str();
+  sub->add_option("--gemm-precision", o->gemm_precision,
+                  "The CUDA device's GEMM inputs: f32, or tf32 / bf16 on tensor cores (f32 accumulation)")
+      ->transform(one_of({"f32", "tf32", "bf16"}))
       ->capture_default_str();
   sub->add_flag("--check", o->training.check,
                 "Compare the first step on every rank with the reference executor (what dstc verify checks)");

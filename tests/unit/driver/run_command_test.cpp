@@ -115,5 +115,21 @@ TEST(RunCommand, TheCudaDeviceRunsOrSaysWhyNot) {
     EXPECT_EQ(err.str().rfind("dstc run: error: --device cuda: ", 0), 0u) << err.str();
 }
 
+// Tensor-core GEMMs are the CUDA device's: the CPU device refuses them; on a
+// GPU a bf16-GEMM step passes the check at the bf16 tolerance.
+TEST(RunCommand, RoundedGemmInputsAreTheCudaDevicesAndCheckedAtTheirTolerance) {
+  const std::string mlp = std::string(DSTC_SOURCE_DIR) + "/examples/mlp_distir_pipeline.dstrat";
+  std::ostringstream out, err;
+  EXPECT_EQ(run_cli({"run", mlp, "-D", "hidden=64", "--gemm-precision", "tf32"}, out, err), kExitUsage);
+  EXPECT_EQ(err.str(), "dstc run: error: --gemm-precision is the CUDA device's: add --device cuda\n");
+  std::ostringstream gpu_out, gpu_err;
+  int code = run_cli({"run", mlp, "-D", "hidden=64", "--device", "cuda", "--gemm-precision", "bf16", "--check"},
+                     gpu_out, gpu_err);
+  if (code == kExitSuccess)
+    EXPECT_NE(gpu_out.str().find("bf16 GEMMs"), std::string::npos) << gpu_out.str();
+  else
+    EXPECT_EQ(gpu_err.str().rfind("dstc run: error: --device cuda: ", 0), 0u) << gpu_err.str();
+}
+
 }  // namespace
 }  // namespace dstc
