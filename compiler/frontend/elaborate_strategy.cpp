@@ -566,12 +566,16 @@ class StrategyElaborator {
       } else if (e.key == "recompute") {
         std::optional<bool> v = eval_.eval_bool(*e.value, scope, "recompute");
         if (v) c.recompute = *v;
+      } else if (e.key == "overlap_all_to_all") {
+        std::optional<bool> v = eval_.eval_bool(*e.value, scope, "overlap_all_to_all");
+        if (v) c.overlap_all_to_all = *v;
       } else if (e.key == "kind") {
         schedule_kind(e, scope, c);
       } else {
-        diags_.error(
-            diag::kBadConfig, e.key_range,
-            fmt::format("unknown schedule key '{}' (keys: micro_batches, max_ongoing, recompute, kind)", e.key));
+        diags_.error(diag::kBadConfig, e.key_range,
+                     fmt::format("unknown schedule key '{}' (keys: micro_batches, max_ongoing, recompute, kind, "
+                                 "overlap_all_to_all)",
+                                 e.key));
       }
     }
     for (NodeId n : nodes) {

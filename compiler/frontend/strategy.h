@@ -70,6 +70,10 @@ struct ScheduleConfig {
   std::optional<int64_t> micro_batches;
   std::optional<int64_t> max_ongoing;
   std::optional<bool> recompute;
+  // A micro-batch's forward and another's backward on one rank interleaved
+  // at their all-to-alls, each hiding the other's (DualPipe, Megatron-Core's
+  // --overlap-moe-expert-parallel-comm).
+  std::optional<bool> overlap_all_to_all;
   std::optional<schedule::ScheduleKind> kind;  // a built-in schedule
   int64_t virtual_stages = 1;                  // interleaved(v)
   std::string table;                           // or table("file.csv"), resolved like imports

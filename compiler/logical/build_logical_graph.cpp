@@ -414,6 +414,7 @@ class LogicalGraphBuilder {
       if (sc.micro_batches) c.micro_batches = static_cast<int32_t>(*sc.micro_batches);
       if (sc.max_ongoing) c.max_ongoing = static_cast<int32_t>(*sc.max_ongoing);
       c.recompute = sc.recompute;
+      c.overlap_all_to_all = sc.overlap_all_to_all;
       c.kind = sc.kind;
       if (sc.kind == schedule::ScheduleKind::Interleaved || sc.kind == schedule::ScheduleKind::ZeroBubbleV)
         c.virtual_stages = static_cast<int32_t>(sc.virtual_stages);

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/lowering/all_to_all_overlap.h"
 #include "compiler/lowering/lowering_state.h"
 #include "compiler/ops/routing_load.h"
 #include "compiler/sbp/signature.h"
@@ -762,8 +763,12 @@ ir::Module Lowering::run() {
     const schedule::Action& a = resolved.table.ranks[where.first][where.second];
     forecast.expect(a.stage, a.kind);
   }
+  std::vector<std::vector<ActionOps>> action_ops(resolved.table.ranks.size());
+  for (size_t r = 0; r < resolved.table.ranks.size(); ++r) action_ops[r].resize(resolved.table.ranks[r].size());
   for (const auto& [step, where] : order) {
     const schedule::Action& a = resolved.table.ranks[where.first][where.second];
+    ActionOps& emitted = action_ops[where.first][where.second];
+    emitted.begin = static_cast<uint32_t>(function_->ops.size());
     forecast.begin(*function_);
     switch (a.kind) {
       case schedule::ActionKind::Forward: emit_forward_block(a.stage, a.micro_batch, false); break;
@@ -772,7 +777,10 @@ ir::Module Lowering::run() {
       case schedule::ActionKind::WeightGrad: emit_backward_block(a.stage, a.micro_batch, false, true); break;
     }
     forecast.end(*function_, a.stage, a.kind);
+    emitted.end = static_cast<uint32_t>(function_->ops.size());
   }
+  if (resolved.schedule[resolved.schedule_node].overlap_all_to_all)
+    interleave_at_all_to_alls(*function_, resolved.table, action_ops);
   if (spec.train.training) {
     for (int32_t s = 0; s < resolved.num_stages; ++s) flush_grad_buckets(s);
     sum_shared_param_grads();

@@ -32,7 +32,7 @@ std::vector<Action> gpipe(int32_t rank, const ScheduleRequest& req) {
 
 std::vector<Action> one_f_one_b(int32_t rank, const ScheduleRequest& req) {
   int32_t m = req.micro_batches;
-  int32_t warmup = cap_warmup(std::min(req.ranks - rank - 1, m), req);
+  int32_t warmup = cap_warmup(std::min(req.ranks - rank - 1 + req.extra_warmup, m), req);
   std::vector<Action> actions;
   for (int32_t mb = 0; mb < warmup; ++mb) actions.push_back(forward(rank, mb));
   for (int32_t i = 0; i < m - warmup; ++i) {
@@ -51,7 +51,7 @@ std::vector<Action> interleaved(int32_t rank, const ScheduleRequest& req) {
   auto micro_batch = [&](int32_t k) { return (k / (p * v)) * p + k % p; };
   auto fwd = [&](int32_t k) { return forward(((k / p) % v) * p + rank, micro_batch(k)); };
   auto bwd = [&](int32_t k) { return backward((v - 1 - (k / p) % v) * p + rank, micro_batch(k)); };
-  int32_t warmup = std::min(2 * (p - rank - 1) + (v - 1) * p, total);
+  int32_t warmup = std::min(2 * (p - rank - 1) + (v - 1) * p + req.extra_warmup, total);
   std::vector<Action> actions;
   for (int32_t k = 0; k < warmup; ++k) actions.push_back(fwd(k));
   for (int32_t i = 0; i < total - warmup; ++i) {

@@ -32,6 +32,10 @@ struct ScheduleRequest {
   // The interleaved schedule keeps Megatron-LM's warm-up and ignores it.
   int32_t max_ongoing = 0;
   bool forward_only = false;  // inference: forwards only
+  // Forwards 1F1B and the interleaved schedule run ahead of their warm-up:
+  // Megatron-Core adds one when it overlaps the all-to-alls, so that the
+  // forward paired with each backward is not one the next stage waits for.
+  int32_t extra_warmup = 0;
 };
 
 // The table, or why the request cannot be scheduled (a message for a

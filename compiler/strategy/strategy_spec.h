@@ -81,6 +81,7 @@ struct ScheduleConfig {
   std::optional<int32_t> micro_batches;
   std::optional<int32_t> max_ongoing;
   std::optional<bool> recompute;
+  std::optional<bool> overlap_all_to_all;
   std::optional<schedule::ScheduleKind> kind;
   std::optional<int32_t> virtual_stages;
   std::optional<std::string> table;  // a CSV schedule table's path

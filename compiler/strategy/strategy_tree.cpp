@@ -23,6 +23,7 @@ std::vector<ResolvedSchedule> inherit_schedules(const LogicalGraph& graph, const
       if (c.micro_batches) r.micro_batches = *c.micro_batches;
       if (c.max_ongoing) r.max_ongoing = *c.max_ongoing;
       if (c.recompute) r.recompute = *c.recompute;
+      if (c.overlap_all_to_all) r.overlap_all_to_all = *c.overlap_all_to_all;
       if (c.kind) r.kind = *c.kind;
       if (c.virtual_stages) r.virtual_stages = *c.virtual_stages;
       if (c.table) r.table = c.table;
@@ -161,6 +162,23 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
     }
   }
 
+  // Megatron-Core pairs a forward with another micro-batch's backward only
+  // without a pipeline or with interleaving: under plain 1F1B the paired
+  // forward's output is what the next stage's paired backward waits behind,
+  // so the stages would take turns instead of running at once.
+  if (root.overlap_all_to_all && out.pipeline_ranks > 1 && root.kind != schedule::ScheduleKind::Interleaved) {
+    diags
+        .error(dstc::diag::kScheduleUnavailable, schedule_where,
+               fmt::format("overlap_all_to_all pairs forwards and backwards across stages only with interleaving; "
+                           "this pipeline has {} ranks and runs {}",
+                           out.pipeline_ranks,
+                           root.table ? std::string("a schedule table") : schedule::schedule_kind_name(root.kind)))
+        .note(
+            "write kind = interleaved(V), as Megatron-Core requires virtual pipeline stages for "
+            "--overlap-moe-expert-parallel-comm when the pipeline has more than one rank");
+    return std::nullopt;
+  }
+
   // The schedule table.
   schedule::PipelineDims dims{out.pipeline_ranks, root.virtual_stages, out.micro_batches};
   std::optional<schedule::ScheduleTable> table;
@@ -177,8 +195,9 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
     }
     table = schedule::read_schedule_csv(*file, dims, diags);
   } else {
-    auto generated = schedule::generate_schedule({root.kind, out.pipeline_ranks, root.virtual_stages, out.micro_batches,
-                                                  root.max_ongoing, !spec.train.training});
+    auto generated =
+        schedule::generate_schedule({root.kind, out.pipeline_ranks, root.virtual_stages, out.micro_batches,
+                                     root.max_ongoing, !spec.train.training, root.overlap_all_to_all ? 1 : 0});
     if (auto* message = std::get_if<std::string>(&generated)) {
       diags.error(dstc::diag::kScheduleUnavailable, schedule_where,
                   fmt::format("cannot build the schedule: {}", *message));

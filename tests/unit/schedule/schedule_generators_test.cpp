@@ -48,6 +48,22 @@ TEST(OneFOneB, MaxOngoingCapsForwardsInFlight) {
   EXPECT_TRUE(check_schedule(t, {false, 2, {}}, diags));
 }
 
+// Overlapping the all-to-alls, Megatron-Core runs one more warm-up forward,
+// the last stage included, so each backward has a forward to pair with.
+TEST(OneFOneB, ExtraWarmupRunsOneMoreForwardAheadOnEveryRank) {
+  ScheduleRequest request{ScheduleKind::OneFOneB, 4, 1, 8, 0, false, 1};
+  auto result = generate_schedule(request);
+  ASSERT_TRUE(std::holds_alternative<ScheduleTable>(result));
+  const ScheduleTable& t = std::get<ScheduleTable>(result);
+  for (int32_t r = 0; r < 4; ++r)
+    EXPECT_EQ(leading_forwards(t.ranks[r]), size_t(5 - r)) << r;  // warm-up, then the first F B
+  EXPECT_EQ(t.ranks[3][1], (Action{3, ActionKind::Forward, 1, {}}));
+  EXPECT_EQ(t.ranks[3][2], (Action{3, ActionKind::Backward, 0, {}}));
+  SourceManager sm;
+  DiagnosticEngine diags(sm);
+  EXPECT_TRUE(check_schedule(t, {false, 0, {}}, diags));
+}
+
 TEST(GPipe, AllForwardsThenAllBackwards) {
   ScheduleTable t = make(ScheduleKind::GPipe, 3, 4);
   for (int32_t r = 0; r < 3; ++r) {
