@@ -249,6 +249,8 @@ class StrategyElaborator {
         }
       } else if (e.key == "tp_comm_overlap") {
         if (std::optional<bool> v = eval_.eval_bool(*e.value, sc, e.key)) run.tp_comm_overlap = *v;
+      } else if (e.key == "expert_load") {
+        expert_load(e, sc, run);
       } else if (e.key == "overlap_grad_reduce" && run.training) {
         if (std::optional<bool> v = eval_.eval_bool(*e.value, sc, e.key)) run.overlap_grad_reduce = *v;
       } else if (e.key == "grad_bucket" && run.training) {
@@ -262,7 +264,7 @@ class StrategyElaborator {
         diags_.error(
             diag::kBadConfig, e.key_range,
             fmt::format(
-                "unknown key '{}' in {} (keys: batch, {}precision, fp8, tp_comm_overlap)", e.key,
+                "unknown key '{}' in {} (keys: batch, {}precision, fp8, tp_comm_overlap, expert_load)", e.key,
                 run.training ? "train" : "inference",
                 run.training
                     ? "optimizer, accumulate, master_weights, grad_precision, overlap_grad_reduce, grad_bucket, "
@@ -279,6 +281,28 @@ class StrategyElaborator {
       diags_.error(diag::kBadConfig, master_weights_range_,
                    "master_weights applies to bf16 and fp16 training; fp32 weights are their own master copy");
     }
+  }
+
+  // `expert_load = "file.csv"`, found beside the file that writes it.
+  void expert_load(const ConfigEntry& e, const Scope& sc, RunConfig& run) {
+    Value v = eval_.eval(*e.value, sc);
+    if (!v.ok()) return;
+    if (v.type != ValueType::String) {
+      diags_.error(diag::kBadConfig, e.value->range,
+                   "expert_load needs a file name in quotes: a CSV of tokens per expert, one row per MoE layer");
+      return;
+    }
+    const std::string& from = program_.files[program_.file_index(e.value->range.file)]->path;
+    std::optional<std::string> path = resolve_relative(from, v.s);
+    if (!path) {
+      auto error =
+          diags_.error(diag::kFileNotFound, e.value->range, fmt::format("cannot find expert load file '{}'", v.s));
+      if (std::optional<std::string> meant = closest_existing_path(from, v.s))
+        error.note(fmt::format("did you mean \"{}\"?", *meant));
+      return;
+    }
+    run.expert_load = *path;
+    run.expert_load_range = e.value->range;
   }
 
   std::string symbol(const ConfigEntry& e, const Scope& sc, std::vector<std::string> allowed) {

@@ -61,6 +61,10 @@ struct RunConfig {
   // Tensor-parallel all-gathers and reduce-scatters pipelined with the
   // GEMMs they feed or follow (Megatron-Core's --tp-comm-overlap).
   bool tp_comm_overlap = false;
+  // A measured per-expert routing histogram (docs/language.md): the file's
+  // resolved path, "" for the models' Zipf skew.
+  std::string expert_load;
+  SourceRange expert_load_range;
   SourceRange range;
 };
 

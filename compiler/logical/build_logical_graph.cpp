@@ -388,6 +388,8 @@ class LogicalGraphBuilder {
     spec.train.grad_bucket = run.grad_bucket;
     spec.train.fp8 = run.fp8;
     spec.train.tp_comm_overlap = run.tp_comm_overlap;
+    spec.train.expert_load = run.expert_load;
+    spec.train.expert_load_where = run.expert_load_range;
     spec.train.where = run.range;
   }
 

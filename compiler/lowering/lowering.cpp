@@ -283,6 +283,7 @@ ir::Fill Lowering::slots_fill(int32_t tensor, const ir::Layout& layout) {
   load.capacity = t.dims[t.slots_axis].size;
   load.routes = gates.dims[gates.dims.size() - 2].size * dispatch.routes;
   load.skew = dispatch.skew;
+  if (!resolved.expert_load.empty()) load.measured = resolved.expert_load[static_cast<size_t>(t.router)];
   return cached->second = {static_cast<float>(ops::fullest_slot_fill(load, parts)),
                            static_cast<float>(ops::fullest_slot_fill(load, 1))};
 }

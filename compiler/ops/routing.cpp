@@ -81,16 +81,22 @@ DimsResult combine_dims(const DimsQuery& q, OpError& error) {
 double fullest_slot_fill(const RoutingLoad& load, int64_t parts) {
   const int64_t experts = std::max<int64_t>(load.experts, 1);
   parts = std::clamp<int64_t>(parts, 1, experts);
+  const bool measured = static_cast<int64_t>(load.measured.size()) == experts;
   std::vector<double> share(static_cast<size_t>(experts));
   double total = 0;
-  for (int64_t z = 0; z < experts; ++z) total += share[static_cast<size_t>(z)] = std::pow(z + 1.0, -load.skew);
+  for (int64_t z = 0; z < experts; ++z)
+    total += share[static_cast<size_t>(z)] =
+        measured ? load.measured[static_cast<size_t>(z)] : std::pow(z + 1.0, -load.skew);
   const int64_t per_part = experts / parts;
+  // Expert i of chunk `part`: contiguous when measured, dealt round-robin by
+  // popularity under the skew.
+  auto expert = [&](int64_t part, int64_t i) { return measured ? part * per_part + i : i * parts + part; };
   const auto capacity = static_cast<double>(load.capacity);
   double fullest = 0;
   for (int64_t part = 0; part < parts; ++part) {
     double filled = 0;
     for (int64_t i = 0; i < per_part; ++i) {
-      double tokens = static_cast<double>(load.routes) * share[static_cast<size_t>(i * parts + part)] / total;
+      double tokens = static_cast<double>(load.routes) * share[static_cast<size_t>(expert(part, i))] / total;
       filled += std::min(capacity, tokens);
     }
     fullest = std::max(fullest, filled / (static_cast<double>(per_part) * capacity));

@@ -73,6 +73,8 @@ struct TrainConfig {
   std::optional<int64_t> grad_bucket;
   Fp8Recipe fp8 = Fp8Recipe::None;  // the blocks' weight matmuls in FP8
   bool tp_comm_overlap = false;     // activations' gathers and scatters pipelined with their GEMMs
+  std::string expert_load;          // a per-expert routing histogram's path; "": the models' skew
+  SourceRange expert_load_where;
   double learning_rate = 1e-3;
   SourceRange where;
 };

@@ -8,6 +8,7 @@
 #include "compiler/schedule/schedule_check.h"
 #include "compiler/schedule/schedule_csv.h"
 #include "compiler/schedule/schedule_generators.h"
+#include "compiler/strategy/expert_load.h"
 #include "ir/source/diagnostic_kinds.h"
 
 namespace dstc::compiler {
@@ -64,6 +65,40 @@ SourceRange config_range(const StrategySpec& spec, int32_t node) {
   return node >= 0 && node < static_cast<int32_t>(spec.schedule.size()) && spec.schedule[node]
              ? spec.schedule[node]->where
              : SourceRange{};
+}
+
+}  // namespace
+
+namespace {
+
+// The strategy's expert_load file, a row of counts per dispatch op.
+bool read_expert_loads(const LogicalGraph& graph, const StrategySpec& spec, SourceManager& sources,
+                       DiagnosticEngine& diags, ResolvedStrategy& out) {
+  std::vector<int32_t> dispatches;
+  std::vector<int64_t> experts;
+  for (size_t op = 0; op < graph.ops.size(); ++op) {
+    const LogicalOp& o = graph.ops[op];
+    if (o.type != ops::OpKind::Dispatch) continue;
+    dispatches.push_back(static_cast<int32_t>(op));
+    experts.push_back(graph.tensors[o.inputs[1].tensor].dims.back().size);
+  }
+  if (dispatches.empty()) {
+    diags.error(diag::kExpertLoad, spec.train.expert_load_where,
+                "expert_load gives tokens per expert, but the model routes no tokens to experts (it has no dispatch)");
+    return false;
+  }
+  std::string error;
+  std::optional<FileId> file = sources.load(spec.train.expert_load, error);
+  if (!file) {
+    diags.error(diag::kExpertLoad, spec.train.expert_load_where,
+                fmt::format("cannot read the expert load file '{}': {}", spec.train.expert_load, error));
+    return false;
+  }
+  auto rows = read_expert_load(*file, experts, spec.train.expert_load_where, diags);
+  if (!rows) return false;
+  out.expert_load.assign(graph.ops.size(), {});
+  for (size_t i = 0; i < dispatches.size(); ++i) out.expert_load[dispatches[i]] = std::move((*rows)[i]);
+  return true;
 }
 
 }  // namespace
@@ -215,6 +250,7 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
       !schedule::check_schedule(*table, {!spec.train.training, max_ongoing, schedule_where, schedule_where}, diags))
     return std::nullopt;
   out.table = std::move(*table);
+  if (!spec.train.expert_load.empty() && !read_expert_loads(graph, spec, sources, diags, out)) return std::nullopt;
   if (diags.error_count() != errors_before) return std::nullopt;
   return out;
 }

@@ -39,6 +39,9 @@ struct ResolvedStrategy {
   // before that node's backward (a layer of a repeat, else a top-level
   // node); -1 when the op is not recomputed.
   std::vector<int32_t> recompute_unit;
+  // Per op: a dispatch's measured tokens per expert (train { expert_load });
+  // empty for other ops, or for all when the models' skew prices routing.
+  std::vector<std::vector<double>> expert_load;
 
   bool recompute(int32_t op) const { return recompute_unit[op] >= 0; }
 };
