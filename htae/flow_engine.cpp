@@ -25,6 +25,7 @@ FlowEngine::FlowEngine(std::vector<double> link_capacity, bool sharing) : sharin
     if (!(c > 0)) throw std::invalid_argument("FlowEngine: link capacities must be positive");
     links_.push_back(LinkState{c, {}});
   }
+  if (links_.size() >= kFlowEntry) throw std::length_error("FlowEngine: more than 2^31 links");
 }
 
 FlowEngine::FlowEngine(const Topology& topology, bool sharing) : FlowEngine(capacities(topology), sharing) {}
@@ -34,6 +35,8 @@ FlowId FlowEngine::start_flow(std::span<const LinkId> route, double bytes, doubl
   now_ = now;
   FlowId id;
   if (free_ids_.empty()) {
+    // The filling heap tags flow entries with kFlowEntry: ids stay below it.
+    if (flows_.size() >= kFlowEntry) throw std::length_error("FlowEngine: more than 2^31 flows in flight");
     id = static_cast<FlowId>(flows_.size());
     flows_.emplace_back();
   } else {
