@@ -36,6 +36,14 @@ std::optional<ExecutorKind> parse_executor(std::string_view name) {
 
 namespace {
 
+// Communication whose kernels take SMs from the compute they overlap:
+// gradient collectives (Proteus' gamma) and the expert all-to-alls, which
+// a schedule can run beside another micro-batch's compute (DeepSeek-V3
+// gives its all-to-alls 20 of an H800's 132 SMs). Other activation
+// exchanges block their consumers instead, and copy-engine transfers
+// (pipeline sends) take no SMs.
+bool slows_compute(const ir::Op& op) { return op.stream == ir::Stream::Grad || op.kind == ir::OpKind::AllToAll; }
+
 // How many devices of an op's set compute the very same result: the sizes
 // of the mesh axes it spans on which its result is broadcast (B). Model
 // FLOPs count that work once, so MFU does not reward replication.
@@ -81,7 +89,7 @@ struct ClassState {
   double op_start = 0;
   uint32_t version = 0;
   uint32_t comm_in_flight = 0;
-  uint32_t grad_in_flight = 0;
+  uint32_t sm_comm_in_flight = 0;  // communication that slows compute (slows_compute)
   size_t ops_left = 0;
   double finish = 0;
   Activity activity = Activity::idle;
@@ -546,7 +554,7 @@ void Executor::try_start(uint32_t c) {
 
 void Executor::set_rate(uint32_t c) {
   ClassState& s = state_[c];
-  double rate = s.grad_in_flight > 0 ? overlap_rate_ : 1;
+  double rate = s.sm_comm_in_flight > 0 ? overlap_rate_ : 1;
   if (s.computing == kNone || rate == s.rate) {
     s.rate = rate;
     return;
@@ -564,7 +572,7 @@ void Executor::start_compute(uint32_t c, uint8_t q, OpId id) {
   s.computing_queue = q;
   s.work_left = duration_[id];
   s.since = s.op_start = now_;
-  s.rate = s.grad_in_flight > 0 ? overlap_rate_ : 1;
+  s.rate = s.sm_comm_in_flight > 0 ? overlap_rate_ : 1;
   alloc_results(c, f_.ops[id]);
   push_event({now_ + s.work_left / s.rate, c, ++s.version});
   // A pipelined reduce-scatter may start on this GEMM's first piece.
@@ -701,7 +709,7 @@ void Executor::start_instance(OpId rv, uint32_t component) {
     if (!queued_[c]) queued_[c] = 1, worklist_.push_back(c);
     ClassState& s = state_[c];
     ++s.comm_in_flight;
-    if (op.stream == ir::Stream::Grad) ++s.grad_in_flight, set_rate(c);
+    if (slows_compute(op)) ++s.sm_comm_in_flight, set_rate(c);
     alloc_results(c, op);
   };
   const ir::Op& op = f_.ops[rv];
@@ -757,7 +765,7 @@ void Executor::finish_instance(uint32_t id) {
     ClassState& s = state_[c];
     const ir::Op& op = f_.ops[op_id];
     --s.comm_in_flight;
-    if (op.stream == ir::Stream::Grad) --s.grad_in_flight, set_rate(c);
+    if (slows_compute(op)) --s.sm_comm_in_flight, set_rate(c);
     finish_op(c, queue_of(op), op_id, inst.start);
   };
   for (uint32_t c : comp.classes) end(c, inst.op);
