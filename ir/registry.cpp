@@ -121,15 +121,19 @@ OpCost op_cost(const Module& module, const Function& f, const Op& op) {
   OpCost cost = info.cost(ctx, {results, n});
   const double fill = op_fill(f, op).fullest;
   if (fill == 1) return cost;
-  // The work scales with the filled share; the bytes lose only what partly
-  // filled values leave out (a grouped GEMM still reads whole weights).
-  double unfilled = 0;
-  auto leave_out = [&](ValueId v) {
-    unfilled += static_cast<double>(module.value_type(f, v).bytes()) * (1.0 - f.values[v].fill.fullest);
+  // The work scales with the filled share; the bytes with the filled share
+  // of the values' bytes, so a grouped GEMM still reads whole weights and
+  // an op that passes over its partly filled values twice (a quantization's
+  // amax, then its cast) reads twice only what is filled.
+  double total = 0, filled = 0;
+  auto account = [&](ValueId v) {
+    const auto bytes = static_cast<double>(module.value_type(f, v).bytes());
+    total += bytes;
+    filled += bytes * f.values[v].fill.fullest;
   };
-  for (ValueId v : ids) leave_out(v);
-  for (uint16_t r = 0; r < op.result_count; ++r) leave_out(op.first_result + r);
-  return {cost.flops * fill, std::max(0.0, cost.bytes - unfilled)};
+  for (ValueId v : ids) account(v);
+  for (uint16_t r = 0; r < op.result_count; ++r) account(op.first_result + r);
+  return {cost.flops * fill, total > 0 ? cost.bytes * filled / total : cost.bytes};
 }
 
 Fill op_fill(const Function& f, const Op& op) {
