@@ -197,6 +197,14 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
     }
   }
 
+  // Without experts there is nothing to pair at: the option is off, as said.
+  if (root.overlap_all_to_all && std::none_of(graph.ops.begin(), graph.ops.end(),
+                                              [](const LogicalOp& o) { return o.type == ops::OpKind::Dispatch; })) {
+    diags.warning(dstc::diag::kOverlapWithoutExperts, schedule_where,
+                  "overlap_all_to_all pairs passes at their expert all-to-alls, and this model routes no tokens to "
+                  "experts: the schedule runs as if it were off");
+    root.overlap_all_to_all = false;
+  }
   // Megatron-Core pairs a forward with another micro-batch's backward only
   // without a pipeline or with interleaving: under plain 1F1B the paired
   // forward's output is what the next stage's paired backward waits behind,
