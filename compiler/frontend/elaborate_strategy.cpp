@@ -293,16 +293,22 @@ class StrategyElaborator {
       return;
     }
     const std::string& from = program_.files[program_.file_index(e.value->range.file)]->path;
-    std::optional<std::string> path = resolve_relative(from, v.s);
-    if (!path) {
-      auto error =
-          diags_.error(diag::kFileNotFound, e.value->range, fmt::format("cannot find expert load file '{}'", v.s));
-      if (std::optional<std::string> meant = closest_existing_path(from, v.s))
-        error.note(fmt::format("did you mean \"{}\"?", *meant));
-      return;
-    }
+    std::optional<std::string> path = found_beside(from, v.s, e.value->range, "expert load file");
+    if (!path) return;
     run.expert_load = *path;
     run.expert_load_range = e.value->range;
+  }
+
+  // `written`, a file named in `from_file`, resolved beside it; or a
+  // file-not-found diagnostic at `range`, with a did-you-mean.
+  std::optional<std::string> found_beside(const std::string& from_file, const std::string& written, SourceRange range,
+                                          std::string_view what) {
+    std::optional<std::string> path = resolve_relative(from_file, written);
+    if (path) return path;
+    auto error = diags_.error(diag::kFileNotFound, range, fmt::format("cannot find {} '{}'", what, written));
+    if (std::optional<std::string> meant = closest_existing_path(from_file, written))
+      error.note(fmt::format("did you mean \"{}\"?", *meant));
+    return std::nullopt;
   }
 
   std::string symbol(const ConfigEntry& e, const Scope& sc, std::vector<std::string> allowed) {
@@ -632,14 +638,9 @@ class StrategyElaborator {
           diags_.error(diag::kBadConfig, v.args[0].value->range, "table(...) needs a file name in quotes");
           return;
         }
-        std::optional<std::string> path = resolve_relative(program_.files[file_]->path, a.s);
-        if (!path) {
-          auto error = diags_.error(diag::kFileNotFound, v.args[0].value->range,
-                                    fmt::format("cannot find schedule table '{}'", a.s));
-          if (std::optional<std::string> meant = closest_existing_path(program_.files[file_]->path, a.s))
-            error.note(fmt::format("did you mean \"{}\"?", *meant));
-          return;
-        }
+        std::optional<std::string> path =
+            found_beside(program_.files[file_]->path, a.s, v.args[0].value->range, "schedule table");
+        if (!path) return;
         c.table = *path;
       }
       return;

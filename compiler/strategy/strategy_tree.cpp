@@ -67,10 +67,6 @@ SourceRange config_range(const StrategySpec& spec, int32_t node) {
              : SourceRange{};
 }
 
-}  // namespace
-
-namespace {
-
 // The strategy's expert_load file, a row of counts per dispatch op.
 bool read_expert_loads(const LogicalGraph& graph, const StrategySpec& spec, SourceManager& sources,
                        DiagnosticEngine& diags, ResolvedStrategy& out) {
