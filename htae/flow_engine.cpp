@@ -23,7 +23,7 @@ FlowEngine::FlowEngine(std::vector<double> link_capacity, bool sharing) : sharin
   links_.reserve(link_capacity.size());
   for (double c : link_capacity) {
     if (!(c > 0)) throw std::invalid_argument("FlowEngine: link capacities must be positive");
-    links_.push_back(LinkState{c, {}});
+    links_.push_back(LinkState{c, {}, c});
   }
   if (links_.size() >= kFlowEntry) throw std::length_error("FlowEngine: more than 2^31 links");
 }
@@ -67,7 +67,14 @@ FlowId FlowEngine::start_flow(std::span<const LinkId> route, double bytes, doubl
     l.flows.push_back(id);
   }
   if (sharing_) {
-    for (const Hop& hop : hops) dirty_links_.push_back(hop.link);
+    if (!rate_alone(f)) {
+      for (const Hop& hop : hops) dirty_links_.push_back(hop.link);
+    } else {
+      // Pushed with the other flows started before the next event, so a
+      // collective's flows that drain together share one heap entry.
+      f.version += 1;
+      started_.push_back({drain_time(f), {id, f.version}});
+    }
   } else {
     double narrowest = kInfinity;
     for (const Hop& hop : hops) narrowest = std::min(narrowest, links_[hop.link].capacity);
@@ -76,6 +83,44 @@ FlowId FlowEngine::start_flow(std::span<const LinkId> route, double bytes, doubl
     push_one(drain_time(f), {id, f.version});
   }
   return id;
+}
+
+bool FlowEngine::saturated(const LinkState& l) const { return l.residual <= kSaturated * l.capacity; }
+
+bool FlowEngine::rate_alone(Flow& f) {
+  // The fair share the new flow would get without moving another flow: the
+  // least residual capacity on its route (a link it is alone on has all of
+  // its capacity).
+  double share = kInfinity, narrowest = kInfinity;
+  for (const Hop& hop : f.hops()) {
+    const LinkState& l = links_[hop.link];
+    share = std::min(share, l.flows.size() == 1 ? l.capacity : l.residual);
+    narrowest = std::min(narrowest, l.capacity);
+  }
+  if (share <= kSaturated * narrowest) return false;  // a saturated link: the others must make room
+  // Max-min fair only if no flow on a link the new one saturates runs
+  // faster than it (else that flow must give bandwidth up).
+  for (const Hop& hop : f.hops()) {
+    const LinkState& l = links_[hop.link];
+    if (l.flows.size() == 1 || l.residual - share > kSaturated * l.capacity) continue;
+    for (FlowId other : l.flows) {
+      if (&flows_[other] != &f && flows_[other].rate > share * (1 + kSaturated)) return false;
+    }
+  }
+  f.rate = share;
+  for (const Hop& hop : f.hops()) {
+    LinkState& l = links_[hop.link];
+    l.residual = l.flows.size() == 1 ? l.capacity - share : l.residual - share;
+  }
+  return true;
+}
+
+bool FlowEngine::leaves_others_alone(Flow& f) const {
+  for (const Hop& hop : f.hops()) {
+    const LinkState& l = links_[hop.link];
+    if (l.flows.size() > 1 && saturated(l)) return false;
+  }
+  return true;
 }
 
 void FlowEngine::remove_from_links(FlowId id) {
@@ -99,6 +144,10 @@ void FlowEngine::remove_from_links(FlowId id) {
 }
 
 void FlowEngine::recompute() {
+  if (!started_.empty()) {
+    push_batches(started_);
+    started_.clear();
+  }
   if (dirty_links_.empty()) return;
   ++recomputations_;
   ++stamp_;
@@ -296,9 +345,17 @@ void FlowEngine::advance_to(double t, std::vector<DeliveredFlow>& delivered) {
         } else if (f.active && f.version == entry.version) {
           f.remaining = 0;
           f.since = now_;
+          // A flow that crossed no saturated link shared with another was
+          // no other flow's bottleneck: its leaving changes no other rate.
+          const bool alone = leaves_others_alone(f);
           remove_from_links(entry.flow);
-          if (sharing_)
-            for (const Hop& hop : f.hops()) dirty_links_.push_back(hop.link);
+          for (const Hop& hop : f.hops()) {
+            if (!sharing_) continue;
+            if (alone)
+              links_[hop.link].residual += f.rate;
+            else
+              dirty_links_.push_back(hop.link);
+          }
           timed_.push_back({now_ + f.latency, {entry.flow, kDelivery}});
         }
       }

@@ -6,7 +6,8 @@
 // progressive filling: the link with the smallest fair share saturates
 // first, its flows are frozen at that share, and the rest fill on. Flows
 // outside that component keep their rates, so an event costs time in the
-// size of its component, not of the whole cluster. Starts are applied
+// size of its component, not of the whole cluster; a change that moves no
+// other flow (rate_alone, leaves_others_alone) costs its route's length. Starts are applied
 // lazily, so a collective's flows started together cost one recomputation.
 //
 // A flow's data drains at its rate; it is delivered `latency` seconds after
@@ -86,7 +87,7 @@ class FlowEngine {
   struct LinkState {
     double capacity;
     std::vector<FlowId> flows;
-    double residual = 0;
+    double residual;  // capacity less its flows' rates, as last computed
     uint32_t unfrozen = 0;
     uint32_t stamp = 0;
   };
@@ -121,7 +122,19 @@ class FlowEngine {
   // An empty batch at `time`, pushed on the heap; returns its index.
   uint32_t new_batch(double time);
   void remove_from_links(FlowId id);
-  void recompute();  // over the components of dirty_links_
+  // Max-min fairness without a recomputation, where the change moves no
+  // other flow: a flow that crosses no saturated link takes the least
+  // residual capacity on its route (rate_alone, which sets its rate and the
+  // residuals, or says no), and a flow that crossed no saturated link
+  // shared with another leaves every other rate as it was. Residuals of
+  // links outside a pending recomputation stay exact; a link inside one is
+  // recomputed with the flows it then holds.
+  bool rate_alone(Flow& f);
+  bool leaves_others_alone(Flow& f) const;
+  bool saturated(const LinkState& l) const;
+  static constexpr double kSaturated = 1e-9;  // of a link's capacity
+  // Over the components of dirty_links_, after pushing started_'s drains.
+  void recompute();
   void pop_stale();
   bool is_stale(const Entry& e) const {
     return e.version != kDelivery && (!flows_[e.flow].active || flows_[e.flow].version != e.version);
@@ -152,6 +165,7 @@ class FlowEngine {
   static constexpr uint32_t kFlowEntry = 1u << 31;
   std::vector<std::pair<double, uint32_t>> heap_;
   std::vector<std::pair<double, Entry>> timed_;
+  std::vector<std::pair<double, Entry>> started_;  // drains of flows rated alone, not yet pushed
 };
 
 }  // namespace dstc::htae

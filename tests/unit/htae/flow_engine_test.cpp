@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
 namespace dstc::htae {
 namespace {
 
@@ -173,6 +176,109 @@ TEST(FlowEngine, IndependentComponentsKeepTheirRates) {
   EXPECT_DOUBLE_EQ(engine.rate(a), 50);
   EXPECT_DOUBLE_EQ(engine.rate(b), 50);
   EXPECT_DOUBLE_EQ(engine.rate(c), 100);
+}
+
+// Link 0 and 1 are two NICs, link 2 the fabric they share, wide enough for
+// both: each flow is held by its own NIC, so neither start nor finish moves
+// the other, and the engine rates them without a recomputation.
+TEST(FlowEngine, AFlowThroughUnsaturatedSharedLinksNeedsNoRecomputation) {
+  FlowEngine engine({10.0, 20.0, 100.0});
+  LinkId r0[] = {0, 2}, r1[] = {1, 2};
+  FlowId a = engine.start_flow(r0, 10, 0);
+  FlowId b = engine.start_flow(r1, 40, 0);
+  EXPECT_DOUBLE_EQ(engine.rate(a), 10);
+  EXPECT_DOUBLE_EQ(engine.rate(b), 20);
+  auto delivered = run_all(engine);
+  EXPECT_DOUBLE_EQ(delivery_time(delivered, a), 1.0);
+  EXPECT_DOUBLE_EQ(delivery_time(delivered, b), 2.0);
+  EXPECT_EQ(engine.recomputations(), 0u);
+}
+
+// A new flow whose least residual link carries a faster flow must not
+// simply take what is left: the faster flow gives bandwidth up (link 0, 30
+// wide, shared; flow a alone could run at 25 through link 1).
+TEST(FlowEngine, ANewFlowTakesItsFairShareFromAFasterOne) {
+  FlowEngine engine({30.0, 25.0});
+  LinkId ra[] = {0, 1}, rb[] = {0};
+  FlowId a = engine.start_flow(ra, 1000, 0);
+  EXPECT_DOUBLE_EQ(engine.rate(a), 25);
+  FlowId b = engine.start_flow(rb, 1000, 0);
+  EXPECT_DOUBLE_EQ(engine.rate(a), 15);
+  EXPECT_DOUBLE_EQ(engine.rate(b), 15);
+}
+
+// A flow that held a saturated shared link frees bandwidth when it
+// finishes: the one it shared with speeds up.
+TEST(FlowEngine, AFinishedFlowOnASaturatedLinkSpeedsTheOthersUp) {
+  FlowEngine engine({30.0, 100.0});
+  LinkId ra[] = {0}, rb[] = {0, 1};
+  FlowId a = engine.start_flow(ra, 15, 0);
+  FlowId b = engine.start_flow(rb, 45, 0);
+  auto delivered = run_all(engine);
+  EXPECT_DOUBLE_EQ(delivery_time(delivered, a), 1.0);  // 15 each until a is done
+  EXPECT_DOUBLE_EQ(delivery_time(delivered, b), 2.0);  // then b alone at 30
+}
+
+// Max-min fair rates by progressive filling from scratch, for checking.
+std::vector<double> max_min_rates(const std::vector<double>& capacity, const std::vector<std::vector<LinkId>>& routes) {
+  std::vector<double> rate(routes.size(), 0), residual = capacity;
+  std::vector<bool> frozen(routes.size(), false);
+  for (size_t left = routes.size(); left > 0;) {
+    double share = std::numeric_limits<double>::infinity();
+    LinkId narrowest = 0;
+    for (LinkId l = 0; l < capacity.size(); ++l) {
+      int users = 0;
+      for (size_t f = 0; f < routes.size(); ++f)
+        if (!frozen[f] && std::count(routes[f].begin(), routes[f].end(), l)) ++users;
+      if (users > 0 && residual[l] / users < share) share = residual[l] / users, narrowest = l;
+    }
+    for (size_t f = 0; f < routes.size(); ++f) {
+      if (frozen[f] || !std::count(routes[f].begin(), routes[f].end(), narrowest)) continue;
+      frozen[f] = true;
+      rate[f] = share;
+      --left;
+      for (LinkId l : routes[f]) residual[l] -= share;
+    }
+  }
+  return rate;
+}
+
+// Flows started one by one on random routes, then drained event by event:
+// after every change each flow in flight has its max-min fair rate,
+// whichever way the engine reached it.
+TEST(FlowEngine, RatesStayMaxMinFairThroughStartsAndFinishes) {
+  std::mt19937 random(7);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<double> capacity(6);
+    for (double& c : capacity) c = 10.0 * (1 + random() % 10);
+    FlowEngine engine(capacity);
+    std::vector<std::vector<LinkId>> routes;
+    std::vector<FlowId> ids;
+    auto check = [&](const std::vector<size_t>& live) {
+      std::vector<std::vector<LinkId>> live_routes;
+      for (size_t f : live) live_routes.push_back(routes[f]);
+      std::vector<double> expected = max_min_rates(capacity, live_routes);
+      for (size_t i = 0; i < live.size(); ++i)
+        EXPECT_NEAR(engine.rate(ids[live[i]]), expected[i], 1e-9 * expected[i]) << "trial " << trial;
+    };
+    std::vector<size_t> live;
+    for (int f = 0; f < 8; ++f) {
+      std::vector<LinkId> route;
+      for (LinkId l = 0; l < capacity.size(); ++l)
+        if (random() % 3 == 0) route.push_back(l);
+      if (route.empty()) route.push_back(static_cast<LinkId>(random() % capacity.size()));
+      routes.push_back(route);
+      ids.push_back(engine.start_flow(route, 10.0 * (1 + random() % 20), 0));
+      live.push_back(routes.size() - 1);
+      check(live);
+    }
+    std::vector<DeliveredFlow> delivered;
+    for (double t; (t = engine.next_event_time()) < std::numeric_limits<double>::infinity();) {
+      engine.advance_to(t, delivered);
+      std::erase_if(live, [&](size_t f) { return engine.rate(ids[f]) == 0; });
+      check(live);
+    }
+  }
 }
 
 TEST(FlowEngine, DeliveredIdsAreReused) {
