@@ -1,5 +1,7 @@
 #include "backends/cuda/step_kernels.h"
 
+#include <initializer_list>
+
 #include "backends/reference/dropout_mask.h"
 #include "ir/pointwise_semantics.h"
 
@@ -24,18 +26,45 @@ __global__ void scale_kernel(const float* x, float* y, int64_t n, float factor) 
   DSTC_GRID_LOOP(i, n) y[i] = factor * x[i];
 }
 
+__device__ float apply(BinaryOp op, float x, float z) {
+  switch (op) {
+    case BinaryOp::Add: return x + z;
+    case BinaryOp::Sub: return x - z;
+    case BinaryOp::Mul: return x * z;
+    case BinaryOp::Div: return x / z;
+    case BinaryOp::Max: return x < z ? z : x;
+  }
+  return 0.0f;
+}
+
+// 64-bit division is slow on the GPU: none, or 32-bit where it fits.
+__device__ int64_t broadcast_index(int64_t i, int64_t n, int64_t nb) {
+  return nb == n ? i : n <= INT32_MAX ? static_cast<uint32_t>(i) % static_cast<uint32_t>(nb) : i % nb;
+}
+
 __global__ void binary_kernel(BinaryOp op, const float* a, const float* b, float* y, int64_t n, int64_t nb) {
-  DSTC_GRID_LOOP(i, n) {
-    // 64-bit division is slow on the GPU: none, or 32-bit where it fits.
-    const int64_t at = nb == n ? i : n <= INT32_MAX ? static_cast<uint32_t>(i) % static_cast<uint32_t>(nb) : i % nb;
-    float x = a[i], z = b[at];
-    switch (op) {
-      case BinaryOp::Add: y[i] = x + z; break;
-      case BinaryOp::Sub: y[i] = x - z; break;
-      case BinaryOp::Mul: y[i] = x * z; break;
-      case BinaryOp::Div: y[i] = x / z; break;
-      case BinaryOp::Max: y[i] = x < z ? z : x; break;
-    }
+  DSTC_GRID_LOOP(i, n) y[i] = apply(op, a[i], b[broadcast_index(i, n, nb)]);
+}
+
+// Streaming kernels move four floats a thread where every pointer is
+// 16-byte aligned and the counts are multiples of four (vectorizable):
+// a warp then loads 512 bytes an instruction, which HBM serves near its
+// rate (bench/results/step_kernel_bandwidth_h100_2026-11-26/).
+__global__ void fill4_kernel(float4* y, int64_t n4, float value) {
+  DSTC_GRID_LOOP(i, n4) y[i] = float4{value, value, value, value};
+}
+
+__global__ void scale4_kernel(const float4* x, float4* y, int64_t n4, float factor) {
+  DSTC_GRID_LOOP(i, n4) {
+    const float4 v = x[i];
+    y[i] = float4{factor * v.x, factor * v.y, factor * v.z, factor * v.w};
+  }
+}
+
+__global__ void binary4_kernel(BinaryOp op, const float4* a, const float4* b, float4* y, int64_t n4, int64_t nb4) {
+  DSTC_GRID_LOOP(i, n4) {
+    const float4 x = a[i], z = b[broadcast_index(i, n4, nb4)];
+    y[i] = float4{apply(op, x.x, z.x), apply(op, x.y, z.y), apply(op, x.z, z.z), apply(op, x.w, z.w)};
   }
 }
 
@@ -74,6 +103,22 @@ __global__ void pointwise_forward_kernel(int which, const float* x, float* y, in
 
 __global__ void pointwise_backward_kernel(int which, const float* dy, const float* v, float* y, int64_t n) {
   DSTC_GRID_LOOP(i, n) y[i] = activation_backward(which, dy[i], v[i]);
+}
+
+__global__ void pointwise_forward4_kernel(int which, const float4* x, float4* y, int64_t n4) {
+  DSTC_GRID_LOOP(i, n4) {
+    const float4 v = x[i];
+    y[i] = float4{activation_forward(which, v.x), activation_forward(which, v.y), activation_forward(which, v.z),
+                  activation_forward(which, v.w)};
+  }
+}
+
+__global__ void pointwise_backward4_kernel(int which, const float4* dy, const float4* v, float4* y, int64_t n4) {
+  DSTC_GRID_LOOP(i, n4) {
+    const float4 d = dy[i], w = v[i];
+    y[i] = float4{activation_backward(which, d.x, w.x), activation_backward(which, d.y, w.y),
+                  activation_backward(which, d.z, w.z), activation_backward(which, d.w, w.w)};
+  }
 }
 
 // One block per output element: its threads stride over the reduced
@@ -150,17 +195,6 @@ __global__ void adam_kernel(const float* w, const float* g, const float* m, cons
   }
 }
 
-__global__ void copy_rows_kernel(const float* x, float* y, int64_t outer, int64_t n, int64_t start, int64_t m,
-                                 int64_t offset, int64_t count, int64_t inner) {
-  const int64_t total = outer * count * inner, row = count * inner;
-  DSTC_GRID_LOOP(i, total) {
-    // 32-bit division where it fits: 64-bit division is slow on the GPU.
-    const int64_t o = total <= INT32_MAX ? static_cast<uint32_t>(i) / static_cast<uint32_t>(row) : i / row;
-    const int64_t rest = i - o * row;
-    y[(o * m + offset) * inner + rest] = x[(o * n + start) * inner + rest];
-  }
-}
-
 // The sum (or maximum) over the block of each thread's v, returned to every
 // thread. Every thread of the block calls it (blockDim.x a multiple of 32).
 __device__ float block_reduce(float v, bool max) {
@@ -180,48 +214,89 @@ __device__ float block_reduce(float v, bool max) {
   return warp_reduce(lane < blockDim.x / 32 ? per_warp[lane] : (max ? -INFINITY : 0.0f));
 }
 
-__device__ float block_sum(float v) { return block_reduce(v, false); }
-__device__ float block_max(float v) { return block_reduce(v, true); }
+// Row kernels give each row a team of threads (rows strided over the
+// grid), the team's threads striding over the row's elements: coalesced
+// reads, team reductions. The team is the block, or where rows are at most
+// kWarpRowWidth wide one warp (kWarp: launch_rows picks), so a narrow row
+// does not leave most of a block waiting at its barriers. A kernel that is
+// not a template sees this kWarp; a row kernel's template parameter kWarp
+// hides it.
+constexpr bool kWarp = false;
+constexpr int64_t kWarpRowWidth = 1024;
 
-// Row kernels run one block per row (rows strided over the grid), their
-// threads over the row's elements: coalesced reads, block reductions.
-#define DSTC_ROW_LOOP(r, rows) for (int64_t r = blockIdx.x; r < (rows); r += gridDim.x)
-#define DSTC_ROW_ELEMENTS(j, n) for (int64_t j = threadIdx.x; j < (n); j += blockDim.x)
+template <bool kWarpTeam>
+__device__ float team_reduce(float v, bool max) {
+  if constexpr (kWarpTeam) {
+    for (int offset = 16; offset > 0; offset /= 2) {
+      const float other = __shfl_xor_sync(0xffffffffu, v, offset);
+      v = max ? fmaxf(v, other) : v + other;
+    }
+    return v;
+  } else {
+    return block_reduce(v, max);
+  }
+}
+
+template <bool kWarpTeam = false>
+__device__ float block_sum(float v) {
+  return team_reduce<kWarpTeam>(v, false);
+}
+template <bool kWarpTeam = false>
+__device__ float block_max(float v) {
+  return team_reduce<kWarpTeam>(v, true);
+}
+
+#define DSTC_ROW_LOOP(r, rows)                                                                                      \
+  for (int64_t r = kWarp ? (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32 : int64_t{blockIdx.x}; r < (rows); \
+       r += kWarp ? int64_t{gridDim.x} * blockDim.x / 32 : int64_t{gridDim.x})
+#define DSTC_ROW_ELEMENTS(j, n) \
+  for (int64_t j = kWarp ? threadIdx.x % 32 : threadIdx.x; j < (n); j += kWarp ? 32 : blockDim.x)
+#define DSTC_ROW_LEADER ((kWarp ? threadIdx.x % 32 : threadIdx.x) == 0)
+
+// Launches row kernel K (a template on kWarp) over `rows` rows `width` wide.
+#define DSTC_LAUNCH_ROWS(K, rows, width, s, ...)                                              \
+  ((width) <= kWarpRowWidth ? K<true><<<warp_row_blocks(rows), kThreads, 0, s>>>(__VA_ARGS__) \
+                            : K<false><<<reduce_blocks(rows), kThreads, 0, s>>>(__VA_ARGS__))
+
+int warp_row_blocks(int64_t rows) { return reduce_blocks((rows + kThreads / 32 - 1) / (kThreads / 32)); }
 
 // The mean and 1/sqrt(variance + eps) of a row, the variance about the mean.
+template <bool kWarp>
 __device__ void row_stats(const float* x, int64_t h, float eps, float& mean, float& inv) {
   float sum = 0.0f;
   DSTC_ROW_ELEMENTS(j, h) sum += x[j];
-  mean = block_sum(sum) / static_cast<float>(h);
+  mean = block_sum<kWarp>(sum) / static_cast<float>(h);
   float var = 0.0f;
   DSTC_ROW_ELEMENTS(j, h) var += (x[j] - mean) * (x[j] - mean);
-  inv = 1.0f / sqrtf(block_sum(var) / static_cast<float>(h) + eps);
+  inv = 1.0f / sqrtf(block_sum<kWarp>(var) / static_cast<float>(h) + eps);
 }
 
+template <bool kWarp>
 __global__ void layernorm_kernel(const float* x, const float* gamma, const float* beta, float* y, int64_t rows,
                                  int64_t h, float eps) {
   DSTC_ROW_LOOP(r, rows) {
     const float* px = x + r * h;
     float mean, inv;
-    row_stats(px, h, eps, mean, inv);
+    row_stats<kWarp>(px, h, eps, mean, inv);
     DSTC_ROW_ELEMENTS(j, h) y[r * h + j] = (px[j] - mean) * inv * gamma[j] + beta[j];
   }
 }
 
+template <bool kWarp>
 __global__ void layernorm_grad_kernel(const float* dy, const float* x, const float* gamma, float* dx, int64_t rows,
                                       int64_t h, float eps) {
   DSTC_ROW_LOOP(r, rows) {
     const float *px = x + r * h, *pd = dy + r * h;
     float mean, inv;
-    row_stats(px, h, eps, mean, inv);
+    row_stats<kWarp>(px, h, eps, mean, inv);
     float sum_g = 0.0f, sum_gx = 0.0f;
     DSTC_ROW_ELEMENTS(j, h) {
       const float g = pd[j] * gamma[j];
       sum_g += g;
       sum_gx += g * (px[j] - mean) * inv;
     }
-    const float mean_g = block_sum(sum_g) / static_cast<float>(h);
-    const float mean_gx = block_sum(sum_gx) / static_cast<float>(h);
+    const float mean_g = block_sum<kWarp>(sum_g) / static_cast<float>(h);
+    const float mean_gx = block_sum<kWarp>(sum_gx) / static_cast<float>(h);
     DSTC_ROW_ELEMENTS(j, h) {
       const float g = pd[j] * gamma[j];
       dx[r * h + j] = inv * (g - mean_g - (px[j] - mean) * inv * mean_gx);
@@ -229,11 +304,12 @@ __global__ void layernorm_grad_kernel(const float* dy, const float* x, const flo
   }
 }
 
+template <bool kWarp>
 __global__ void row_stats_kernel(const float* x, float* stats, int64_t rows, int64_t h, float eps) {
   DSTC_ROW_LOOP(r, rows) {
     float mean, inv;
-    row_stats(x + r * h, h, eps, mean, inv);
-    if (threadIdx.x == 0) {
+    row_stats<kWarp>(x + r * h, h, eps, mean, inv);
+    if (DSTC_ROW_LEADER) {
       stats[2 * r] = mean;
       stats[2 * r + 1] = inv;
     }
@@ -290,14 +366,22 @@ __global__ void embedding_grad_kernel(const float* dy, const float* ids, float* 
   }
 }
 
-// The row's maximum and sum of exp(x − maximum).
+// The row's maximum and sum of exp(x − maximum), in one pass over the row:
+// each thread keeps its own maximum and rescales its sum when it grows.
+template <bool kWarp>
 __device__ void softmax_stats(const float* row, int64_t n, float& mx, float& z) {
-  float m = -INFINITY;
-  DSTC_ROW_ELEMENTS(j, n) m = fmaxf(m, row[j]);
-  mx = block_max(m);
-  float total = 0.0f;
-  DSTC_ROW_ELEMENTS(j, n) total += expf(row[j] - mx);
-  z = block_sum(total);
+  float m = -INFINITY, total = 0.0f;
+  DSTC_ROW_ELEMENTS(j, n) {
+    const float x = row[j];
+    if (x > m) {
+      total = (m == -INFINITY ? 0.0f : total * expf(m - x)) + 1.0f;
+      m = x;
+    } else if (m != -INFINITY) {
+      total += expf(x - m);
+    }
+  }
+  mx = block_max<kWarp>(m);
+  z = block_sum<kWarp>(m == -INFINITY ? 0.0f : total * expf(m - mx));
 }
 
 __global__ void cross_entropy_rows_kernel(const float* logits, const float* labels, float* row_loss, int* bad_label,
@@ -313,7 +397,7 @@ __global__ void cross_entropy_rows_kernel(const float* logits, const float* labe
       continue;
     }
     float mx, z;
-    softmax_stats(pl, c, mx, z);
+    softmax_stats<kWarp>(pl, c, mx, z);
     if (threadIdx.x == 0) row_loss[r] = logf(z) + mx - pl[label];
   }
 }
@@ -330,7 +414,7 @@ __global__ void cross_entropy_grad_kernel(const float* dloss, const float* logit
     }
     const float factor = dloss[0] / divisor;
     float mx, z;
-    softmax_stats(pl, c, mx, z);
+    softmax_stats<kWarp>(pl, c, mx, z);
     DSTC_ROW_ELEMENTS(j, c) po[j] = factor * (expf(pl[j] - mx) / z - (j == label ? 1.0f : 0.0f));
   }
 }
@@ -362,11 +446,12 @@ __global__ void unary_kernel(UnaryOp op, const float* x, float* y, int64_t n) {
 
 // Contiguous lines (inner 1) one block per line; strided ones one thread
 // per (outer, inner) line, whose neighbours read neighbouring elements.
+template <bool kWarp>
 __global__ void softmax_rows_kernel(const float* x, float* y, int64_t rows, int64_t n, bool log) {
   DSTC_ROW_LOOP(r, rows) {
     const float* px = x + r * n;
     float mx, total;
-    softmax_stats(px, n, mx, total);
+    softmax_stats<kWarp>(px, n, mx, total);
     const float log_total = logf(total);
     DSTC_ROW_ELEMENTS(j, n) {
       const float shifted = px[j] - mx;
@@ -375,13 +460,14 @@ __global__ void softmax_rows_kernel(const float* x, float* y, int64_t rows, int6
   }
 }
 
+template <bool kWarp>
 __global__ void softmax_rows_grad_kernel(const float* dy, const float* y, float* dx, int64_t rows, int64_t n,
                                          bool log) {
   DSTC_ROW_LOOP(r, rows) {
     const int64_t base = r * n;
     float partial = 0.0f;
     DSTC_ROW_ELEMENTS(j, n) partial += log ? dy[base + j] : dy[base + j] * y[base + j];
-    const float total = block_sum(partial);
+    const float total = block_sum<kWarp>(partial);
     DSTC_ROW_ELEMENTS(j, n) {
       const int64_t at = base + j;
       dx[at] = log ? dy[at] - expf(y[at]) * total : y[at] * (dy[at] - total);
@@ -419,35 +505,39 @@ __global__ void softmax_grad_kernel(const float* dy, const float* y, float* dx, 
   }
 }
 
+template <bool kWarp>
 __device__ float rms_inverse(const float* x, int64_t h, float eps) {
   float sq = 0.0f;
   DSTC_ROW_ELEMENTS(j, h) sq += x[j] * x[j];
-  return 1.0f / sqrtf(block_sum(sq) / static_cast<float>(h) + eps);
+  return 1.0f / sqrtf(block_sum<kWarp>(sq) / static_cast<float>(h) + eps);
 }
 
+template <bool kWarp>
 __global__ void rms_norm_kernel(const float* x, const float* gamma, float* y, int64_t rows, int64_t h, float eps) {
   DSTC_ROW_LOOP(r, rows) {
-    const float inv = rms_inverse(x + r * h, h, eps);
+    const float inv = rms_inverse<kWarp>(x + r * h, h, eps);
     DSTC_ROW_ELEMENTS(j, h) y[r * h + j] = x[r * h + j] * inv * (gamma ? gamma[j] : 1.0f);
   }
 }
 
+template <bool kWarp>
 __global__ void rms_norm_grad_kernel(const float* dy, const float* x, const float* gamma, float* dx, int64_t rows,
                                      int64_t h, float eps) {
   DSTC_ROW_LOOP(r, rows) {
     const float *px = x + r * h, *pd = dy + r * h;
-    const float inv = rms_inverse(px, h, eps);
+    const float inv = rms_inverse<kWarp>(px, h, eps);
     float partial = 0.0f;
     DSTC_ROW_ELEMENTS(j, h) partial += pd[j] * (gamma ? gamma[j] : 1.0f) * px[j];
-    const float gx = block_sum(partial) / static_cast<float>(h);
+    const float gx = block_sum<kWarp>(partial) / static_cast<float>(h);
     DSTC_ROW_ELEMENTS(j, h) dx[r * h + j] = inv * pd[j] * (gamma ? gamma[j] : 1.0f) - px[j] * inv * inv * inv * gx;
   }
 }
 
+template <bool kWarp>
 __global__ void rms_inverse_kernel(const float* x, float* inverse, int64_t rows, int64_t h, float eps) {
   DSTC_ROW_LOOP(r, rows) {
-    const float inv = rms_inverse(x + r * h, h, eps);
-    if (threadIdx.x == 0) inverse[r] = inv;
+    const float inv = rms_inverse<kWarp>(x + r * h, h, eps);
+    if (DSTC_ROW_LEADER) inverse[r] = inv;
   }
 }
 
@@ -574,27 +664,29 @@ __device__ float score(const float* q, const float* k, int64_t d, float scale) {
   return dot * scale;
 }
 
+template <bool kWarp>
 __global__ void attention_softmax_kernel(float* scores, int64_t rows, AttentionShape a) {
   DSTC_ROW_LOOP(r, rows) {
     float* row = scores + r * a.t;
     const int64_t visible = visible_keys(a, r % a.s);
     float m = -INFINITY;
     DSTC_ROW_ELEMENTS(j, visible) m = fmaxf(m, row[j] * a.scale);
-    const float mx = block_max(m);
+    const float mx = block_max<kWarp>(m);
     float partial = 0.0f;
     DSTC_ROW_ELEMENTS(j, visible) partial += expf(row[j] * a.scale - mx);
-    const float z = block_sum(partial);
+    const float z = block_sum<kWarp>(partial);
     DSTC_ROW_ELEMENTS(j, a.t) row[j] = j < visible ? expf(row[j] * a.scale - mx) / z : 0.0f;
   }
 }
 
+template <bool kWarp>
 __global__ void attention_softmax_grad_kernel(const float* p, float* dp, int64_t rows, AttentionShape a) {
   DSTC_ROW_LOOP(r, rows) {
     const float* pr = p + r * a.t;
     float* dr = dp + r * a.t;
     float partial = 0.0f;
     DSTC_ROW_ELEMENTS(j, a.t) partial += pr[j] * dr[j];
-    const float weighted = block_sum(partial);
+    const float weighted = block_sum<kWarp>(partial);
     DSTC_ROW_ELEMENTS(j, a.t) dr[j] = pr[j] * (dr[j] - weighted) * a.scale;
   }
 }
@@ -669,28 +761,56 @@ cudaError_t column_sum(int term, const float* dy, const float* x, const float* s
 
 }  // namespace
 
+bool vectorizable(int64_t n, std::initializer_list<const void*> pointers) {
+  if (n % 4 != 0) return false;
+  for (const void* p : pointers)
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  return true;
+}
+
 cudaError_t fill(float* y, int64_t n, float value, cudaStream_t s) {
-  fill_kernel<<<blocks(n), kThreads, 0, s>>>(y, n, value);
+  if (vectorizable(n, {y}))
+    fill4_kernel<<<blocks(n / 4), kThreads, 0, s>>>(reinterpret_cast<float4*>(y), n / 4, value);
+  else
+    fill_kernel<<<blocks(n), kThreads, 0, s>>>(y, n, value);
   return cudaGetLastError();
 }
 
 cudaError_t scale(const float* x, float* y, int64_t n, float factor, cudaStream_t s) {
-  scale_kernel<<<blocks(n), kThreads, 0, s>>>(x, y, n, factor);
+  if (vectorizable(n, {x, y}))
+    scale4_kernel<<<blocks(n / 4), kThreads, 0, s>>>(reinterpret_cast<const float4*>(x), reinterpret_cast<float4*>(y),
+                                                     n / 4, factor);
+  else
+    scale_kernel<<<blocks(n), kThreads, 0, s>>>(x, y, n, factor);
   return cudaGetLastError();
 }
 
 cudaError_t binary(BinaryOp op, const float* a, const float* b, float* y, int64_t n, int64_t nb, cudaStream_t s) {
-  binary_kernel<<<blocks(n), kThreads, 0, s>>>(op, a, b, y, n, nb);
+  if (vectorizable(n, {a, b, y}) && nb % 4 == 0)
+    binary4_kernel<<<blocks(n / 4), kThreads, 0, s>>>(op, reinterpret_cast<const float4*>(a),
+                                                      reinterpret_cast<const float4*>(b), reinterpret_cast<float4*>(y),
+                                                      n / 4, nb / 4);
+  else
+    binary_kernel<<<blocks(n), kThreads, 0, s>>>(op, a, b, y, n, nb);
   return cudaGetLastError();
 }
 
 cudaError_t pointwise_forward(int activation, const float* x, float* y, int64_t n, cudaStream_t s) {
-  pointwise_forward_kernel<<<blocks(n), kThreads, 0, s>>>(activation, x, y, n);
+  if (vectorizable(n, {x, y}))
+    pointwise_forward4_kernel<<<blocks(n / 4), kThreads, 0, s>>>(activation, reinterpret_cast<const float4*>(x),
+                                                                 reinterpret_cast<float4*>(y), n / 4);
+  else
+    pointwise_forward_kernel<<<blocks(n), kThreads, 0, s>>>(activation, x, y, n);
   return cudaGetLastError();
 }
 
 cudaError_t pointwise_backward(int activation, const float* dy, const float* v, float* y, int64_t n, cudaStream_t s) {
-  pointwise_backward_kernel<<<blocks(n), kThreads, 0, s>>>(activation, dy, v, y, n);
+  if (vectorizable(n, {dy, v, y}))
+    pointwise_backward4_kernel<<<blocks(n / 4), kThreads, 0, s>>>(activation, reinterpret_cast<const float4*>(dy),
+                                                                  reinterpret_cast<const float4*>(v),
+                                                                  reinterpret_cast<float4*>(y), n / 4);
+  else
+    pointwise_backward_kernel<<<blocks(n), kThreads, 0, s>>>(activation, dy, v, y, n);
   return cudaGetLastError();
 }
 
@@ -741,25 +861,29 @@ cudaError_t adam(const float* w, const float* g, const float* m, const float* v,
 
 cudaError_t copy_rows(const float* x, float* y, int64_t outer, int64_t n, int64_t start, int64_t m, int64_t offset,
                       int64_t count, int64_t inner, cudaStream_t s) {
-  copy_rows_kernel<<<blocks(outer * count * inner), kThreads, 0, s>>>(x, y, outer, n, start, m, offset, count, inner);
-  return cudaGetLastError();
+  // A strided 2-D copy: outer rows of count·inner floats, pitches n·inner
+  // and m·inner.
+  if (outer == 0 || count * inner == 0) return cudaSuccess;
+  const size_t f = sizeof(float);
+  return cudaMemcpy2DAsync(y + offset * inner, f * m * inner, x + start * inner, f * n * inner, f * count * inner,
+                           outer, cudaMemcpyDeviceToDevice, s);
 }
 
 cudaError_t layernorm(const float* x, const float* gamma, const float* beta, float* y, int64_t rows, int64_t h,
                       float eps, cudaStream_t s) {
-  layernorm_kernel<<<reduce_blocks(rows), kThreads, 0, s>>>(x, gamma, beta, y, rows, h, eps);
+  DSTC_LAUNCH_ROWS(layernorm_kernel, rows, h, s, x, gamma, beta, y, rows, h, eps);
   return cudaGetLastError();
 }
 
 cudaError_t layernorm_grad(const float* dy, const float* x, const float* gamma, float* dx, int64_t rows, int64_t h,
                            float eps, cudaStream_t s) {
-  layernorm_grad_kernel<<<reduce_blocks(rows), kThreads, 0, s>>>(dy, x, gamma, dx, rows, h, eps);
+  DSTC_LAUNCH_ROWS(layernorm_grad_kernel, rows, h, s, dy, x, gamma, dx, rows, h, eps);
   return cudaGetLastError();
 }
 
 cudaError_t layernorm_weight_grad(const float* dy, const float* x, float* dgamma, float* dbeta, float* stats,
                                   int64_t rows, int64_t h, float eps, cudaStream_t s) {
-  row_stats_kernel<<<reduce_blocks(rows), kThreads, 0, s>>>(x, stats, rows, h, eps);
+  DSTC_LAUNCH_ROWS(row_stats_kernel, rows, h, s, x, stats, rows, h, eps);
   if (cudaError_t e = column_sum(0, dy, x, stats, dgamma, rows, h, s); e != cudaSuccess) return e;
   return column_sum(1, dy, x, stats, dbeta, rows, h, s);
 }
@@ -831,7 +955,10 @@ cudaError_t unary(UnaryOp op, const float* x, float* y, int64_t n, cudaStream_t 
 
 cudaError_t softmax(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool log, cudaStream_t s) {
   if (inner == 1)
-    softmax_rows_kernel<<<reduce_blocks(outer), kThreads, 0, s>>>(x, y, outer, n, log);
+    // A block a row at every width: with a warp a row, 1024-wide rows ran
+    // at 30 % of HBM bandwidth against the block's 40 %
+    // (bench/results/step_kernel_bandwidth_h100_2026-11-26/).
+    softmax_rows_kernel<false><<<reduce_blocks(outer), kThreads, 0, s>>>(x, y, outer, n, log);
   else
     softmax_kernel<<<blocks(outer * inner), kThreads, 0, s>>>(x, y, outer, n, inner, log);
   return cudaGetLastError();
@@ -840,26 +967,26 @@ cudaError_t softmax(const float* x, float* y, int64_t outer, int64_t n, int64_t 
 cudaError_t softmax_grad(const float* dy, const float* y, float* dx, int64_t outer, int64_t n, int64_t inner, bool log,
                          cudaStream_t s) {
   if (inner == 1)
-    softmax_rows_grad_kernel<<<reduce_blocks(outer), kThreads, 0, s>>>(dy, y, dx, outer, n, log);
+    DSTC_LAUNCH_ROWS(softmax_rows_grad_kernel, outer, n, s, dy, y, dx, outer, n, log);
   else
     softmax_grad_kernel<<<blocks(outer * inner), kThreads, 0, s>>>(dy, y, dx, outer, n, inner, log);
   return cudaGetLastError();
 }
 
 cudaError_t rms_norm(const float* x, const float* gamma, float* y, int64_t rows, int64_t h, float eps, cudaStream_t s) {
-  rms_norm_kernel<<<reduce_blocks(rows), kThreads, 0, s>>>(x, gamma, y, rows, h, eps);
+  DSTC_LAUNCH_ROWS(rms_norm_kernel, rows, h, s, x, gamma, y, rows, h, eps);
   return cudaGetLastError();
 }
 
 cudaError_t rms_norm_grad(const float* dy, const float* x, const float* gamma, float* dx, int64_t rows, int64_t h,
                           float eps, cudaStream_t s) {
-  rms_norm_grad_kernel<<<reduce_blocks(rows), kThreads, 0, s>>>(dy, x, gamma, dx, rows, h, eps);
+  DSTC_LAUNCH_ROWS(rms_norm_grad_kernel, rows, h, s, dy, x, gamma, dx, rows, h, eps);
   return cudaGetLastError();
 }
 
 cudaError_t rms_norm_weight_grad(const float* dy, const float* x, float* dgamma, float* inverse, int64_t rows,
                                  int64_t h, float eps, cudaStream_t s) {
-  rms_inverse_kernel<<<reduce_blocks(rows), kThreads, 0, s>>>(x, inverse, rows, h, eps);
+  DSTC_LAUNCH_ROWS(rms_inverse_kernel, rows, h, s, x, inverse, rows, h, eps);
   return column_sum(2, dy, x, inverse, dgamma, rows, h, s);
 }
 
@@ -925,12 +1052,12 @@ cudaError_t combine_gate_grad(const float* dz, const float* slots, const float* 
 }
 
 cudaError_t attention_softmax(float* scores, int64_t rows, const AttentionShape& a, cudaStream_t s) {
-  attention_softmax_kernel<<<reduce_blocks(rows), kThreads, 0, s>>>(scores, rows, a);
+  DSTC_LAUNCH_ROWS(attention_softmax_kernel, rows, a.t, s, scores, rows, a);
   return cudaGetLastError();
 }
 
 cudaError_t attention_softmax_grad(const float* p, float* dp, int64_t rows, const AttentionShape& a, cudaStream_t s) {
-  attention_softmax_grad_kernel<<<reduce_blocks(rows), kThreads, 0, s>>>(p, dp, rows, a);
+  DSTC_LAUNCH_ROWS(attention_softmax_grad_kernel, rows, a.t, s, p, dp, rows, a);
   return cudaGetLastError();
 }
 
