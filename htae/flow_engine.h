@@ -7,8 +7,9 @@
 // first, its flows are frozen at that share, and the rest fill on. Flows
 // outside that component keep their rates, so an event costs time in the
 // size of its component, not of the whole cluster; a change that moves no
-// other flow (rate_alone, leaves_others_alone) costs its route's length. Starts are applied
-// lazily, so a collective's flows started together cost one recomputation.
+// other flow (rate_alone, leaves_others_alone) costs its route's length.
+// Starts are applied lazily, so a collective's flows started together cost
+// one recomputation.
 //
 // A flow's data drains at its rate; it is delivered `latency` seconds after
 // its last byte leaves (the route's propagation and per-step latencies),

@@ -217,7 +217,7 @@ __device__ float block_reduce(float v, bool max) {
 // Row kernels give each row a team of threads (rows strided over the
 // grid), the team's threads striding over the row's elements: coalesced
 // reads, team reductions. The team is the block, or where rows are at most
-// kWarpRowWidth wide one warp (kWarp: launch_rows picks), so a narrow row
+// kWarpRowWidth wide one warp (kWarp; DSTC_LAUNCH_ROWS picks), so a narrow row
 // does not leave most of a block waiting at its barriers. A kernel that is
 // not a template sees this kWarp; a row kernel's template parameter kWarp
 // hides it.
@@ -237,14 +237,15 @@ __device__ float team_reduce(float v, bool max) {
   }
 }
 
-template <bool kWarpTeam = false>
-__device__ float block_sum(float v) {
+template <bool kWarpTeam>
+__device__ float team_sum(float v) {
   return team_reduce<kWarpTeam>(v, false);
 }
-template <bool kWarpTeam = false>
-__device__ float block_max(float v) {
+template <bool kWarpTeam>
+__device__ float team_max(float v) {
   return team_reduce<kWarpTeam>(v, true);
 }
+__device__ float block_sum(float v) { return block_reduce(v, false); }
 
 #define DSTC_ROW_LOOP(r, rows)                                                                                      \
   for (int64_t r = kWarp ? (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32 : int64_t{blockIdx.x}; r < (rows); \
@@ -265,10 +266,10 @@ template <bool kWarp>
 __device__ void row_stats(const float* x, int64_t h, float eps, float& mean, float& inv) {
   float sum = 0.0f;
   DSTC_ROW_ELEMENTS(j, h) sum += x[j];
-  mean = block_sum<kWarp>(sum) / static_cast<float>(h);
+  mean = team_sum<kWarp>(sum) / static_cast<float>(h);
   float var = 0.0f;
   DSTC_ROW_ELEMENTS(j, h) var += (x[j] - mean) * (x[j] - mean);
-  inv = 1.0f / sqrtf(block_sum<kWarp>(var) / static_cast<float>(h) + eps);
+  inv = 1.0f / sqrtf(team_sum<kWarp>(var) / static_cast<float>(h) + eps);
 }
 
 template <bool kWarp>
@@ -295,8 +296,8 @@ __global__ void layernorm_grad_kernel(const float* dy, const float* x, const flo
       sum_g += g;
       sum_gx += g * (px[j] - mean) * inv;
     }
-    const float mean_g = block_sum<kWarp>(sum_g) / static_cast<float>(h);
-    const float mean_gx = block_sum<kWarp>(sum_gx) / static_cast<float>(h);
+    const float mean_g = team_sum<kWarp>(sum_g) / static_cast<float>(h);
+    const float mean_gx = team_sum<kWarp>(sum_gx) / static_cast<float>(h);
     DSTC_ROW_ELEMENTS(j, h) {
       const float g = pd[j] * gamma[j];
       dx[r * h + j] = inv * (g - mean_g - (px[j] - mean) * inv * mean_gx);
@@ -380,8 +381,8 @@ __device__ void softmax_stats(const float* row, int64_t n, float& mx, float& z) 
       total += expf(x - m);
     }
   }
-  mx = block_max<kWarp>(m);
-  z = block_sum<kWarp>(m == -INFINITY ? 0.0f : total * expf(m - mx));
+  mx = team_max<kWarp>(m);
+  z = team_sum<kWarp>(m == -INFINITY ? 0.0f : total * expf(m - mx));
 }
 
 __global__ void cross_entropy_rows_kernel(const float* logits, const float* labels, float* row_loss, int* bad_label,
@@ -467,7 +468,7 @@ __global__ void softmax_rows_grad_kernel(const float* dy, const float* y, float*
     const int64_t base = r * n;
     float partial = 0.0f;
     DSTC_ROW_ELEMENTS(j, n) partial += log ? dy[base + j] : dy[base + j] * y[base + j];
-    const float total = block_sum<kWarp>(partial);
+    const float total = team_sum<kWarp>(partial);
     DSTC_ROW_ELEMENTS(j, n) {
       const int64_t at = base + j;
       dx[at] = log ? dy[at] - expf(y[at]) * total : y[at] * (dy[at] - total);
@@ -509,7 +510,7 @@ template <bool kWarp>
 __device__ float rms_inverse(const float* x, int64_t h, float eps) {
   float sq = 0.0f;
   DSTC_ROW_ELEMENTS(j, h) sq += x[j] * x[j];
-  return 1.0f / sqrtf(block_sum<kWarp>(sq) / static_cast<float>(h) + eps);
+  return 1.0f / sqrtf(team_sum<kWarp>(sq) / static_cast<float>(h) + eps);
 }
 
 template <bool kWarp>
@@ -528,7 +529,7 @@ __global__ void rms_norm_grad_kernel(const float* dy, const float* x, const floa
     const float inv = rms_inverse<kWarp>(px, h, eps);
     float partial = 0.0f;
     DSTC_ROW_ELEMENTS(j, h) partial += pd[j] * (gamma ? gamma[j] : 1.0f) * px[j];
-    const float gx = block_sum<kWarp>(partial) / static_cast<float>(h);
+    const float gx = team_sum<kWarp>(partial) / static_cast<float>(h);
     DSTC_ROW_ELEMENTS(j, h) dx[r * h + j] = inv * pd[j] * (gamma ? gamma[j] : 1.0f) - px[j] * inv * inv * inv * gx;
   }
 }
@@ -671,10 +672,10 @@ __global__ void attention_softmax_kernel(float* scores, int64_t rows, AttentionS
     const int64_t visible = visible_keys(a, r % a.s);
     float m = -INFINITY;
     DSTC_ROW_ELEMENTS(j, visible) m = fmaxf(m, row[j] * a.scale);
-    const float mx = block_max<kWarp>(m);
+    const float mx = team_max<kWarp>(m);
     float partial = 0.0f;
     DSTC_ROW_ELEMENTS(j, visible) partial += expf(row[j] * a.scale - mx);
-    const float z = block_sum<kWarp>(partial);
+    const float z = team_sum<kWarp>(partial);
     DSTC_ROW_ELEMENTS(j, a.t) row[j] = j < visible ? expf(row[j] * a.scale - mx) / z : 0.0f;
   }
 }
@@ -686,7 +687,7 @@ __global__ void attention_softmax_grad_kernel(const float* p, float* dp, int64_t
     float* dr = dp + r * a.t;
     float partial = 0.0f;
     DSTC_ROW_ELEMENTS(j, a.t) partial += pr[j] * dr[j];
-    const float weighted = block_sum<kWarp>(partial);
+    const float weighted = team_sum<kWarp>(partial);
     DSTC_ROW_ELEMENTS(j, a.t) dr[j] = pr[j] * (dr[j] - weighted) * a.scale;
   }
 }
