@@ -14,6 +14,7 @@ std::string_view memory_kind_name(MemoryKind kind) {
     case MemoryKind::Gradients: return "gradients";
     case MemoryKind::Activations: return "activations";
     case MemoryKind::Other: return "other";
+    case MemoryKind::KvCache: return "kv cache";
   }
   return "?";
 }

@@ -14,8 +14,8 @@ namespace dstc::htae {
 // optimizer's state (its fp32 master copy included), accumulated weight
 // gradients, forward values (activations, saved or recomputed), and the
 // rest (activation gradients, communication buffers).
-enum class MemoryKind : uint8_t { Weights, OptimizerState, Gradients, Activations, Other };
-inline constexpr size_t kMemoryKinds = 5;
+enum class MemoryKind : uint8_t { Weights, OptimizerState, Gradients, Activations, Other, KvCache };
+inline constexpr size_t kMemoryKinds = 6;
 std::string_view memory_kind_name(MemoryKind kind);
 using MemoryBreakdown = std::array<int64_t, kMemoryKinds>;  // bytes by MemoryKind
 

@@ -778,6 +778,7 @@ void Executor::classify_values() {
   for (const ir::Arg& a : f_.args) {
     kind_[a.value] = a.kind == ir::ArgKind::Param   ? MemoryKind::Weights
                      : a.kind == ir::ArgKind::State ? MemoryKind::OptimizerState
+                     : a.kind == ir::ArgKind::Cache ? MemoryKind::KvCache
                                                     : MemoryKind::Activations;
   }
   for (const ir::Op& op : f_.ops) {

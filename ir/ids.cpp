@@ -8,7 +8,7 @@ namespace {
 constexpr std::array<std::string_view, kStreamCount> kStreams = {"compute", "feature", "grad", "pipeline"};
 constexpr std::array<std::string_view, 6> kPhases = {"none",        "forward",   "input_grad",
                                                      "weight_grad", "recompute", "optimizer"};
-constexpr std::array<std::string_view, 3> kArgKinds = {"param", "state", "input"};
+constexpr std::array<std::string_view, 4> kArgKinds = {"param", "state", "input", "cache"};
 
 template <typename E, size_t N>
 std::optional<E> parse_name(const std::array<std::string_view, N>& names, std::string_view s) {

@@ -45,8 +45,14 @@ inline constexpr int kStreamCount = 4;
 // What part of the training step an op belongs to.
 enum class Phase : uint8_t { None, Forward, InputGrad, WeightGrad, Recompute, Optimizer };
 
-// Function arguments: model parameters, optimizer state, data inputs.
-enum class ArgKind : uint8_t { Param, State, Input };
+// Function arguments: model parameters, optimizer state, data inputs, and
+// in inference with a KV cache each attention's cached keys and values
+// (held across steps, cut from the batch as an input is).
+enum class ArgKind : uint8_t { Param, State, Input, Cache };
+
+// Whether an argument of this kind is cut from the batch and describes
+// its data (InputData).
+inline bool is_batch_data(ArgKind k) { return k == ArgKind::Input || k == ArgKind::Cache; }
 
 std::string_view stream_name(Stream s);
 std::string_view phase_name(Phase p);

@@ -572,7 +572,8 @@ class Parser {
         if (tok_.text == "return") return parse_return();
         if (std::optional<ArgKind> kind = parse_arg_kind(tok_.text)) {
           if (!function_->ops.empty())
-            return error(diag::kIrSyntax, range(tok_), "arguments (param, state, input) come before the first op");
+            return error(diag::kIrSyntax, range(tok_),
+                         "arguments (param, state, input, cache) come before the first op");
           if (!parse_arg(builder, *kind)) return false;
           continue;
         }
@@ -614,9 +615,9 @@ class Parser {
     }
     InputData data;
     if (tok_.kind == Tok::LBrace) {
-      if (kind != ArgKind::Input)
+      if (!is_batch_data(kind))
         return error(diag::kIrAttribute, range(tok_),
-                     fmt::format("only input arguments describe their data; {} %{} takes no '{{...}}'",
+                     fmt::format("only input and cache arguments describe their data; {} %{} takes no '{{...}}'",
                                  arg_kind_name(kind), name.text));
       if (!parse_input_data(data, module_.type(type))) return false;
     }

@@ -144,7 +144,7 @@ void append_attrs(std::string& out, const Module& m, const Function& f, const Op
 void append_input_data(std::string& out, const Module& m, const Function& f, const Arg& arg) {
   InputData d = arg.data;
   if (d.data != 0 && m.str(d.data) == m.value_name(f, arg.value)) d.data = 0;  // the default
-  if (arg.kind != ArgKind::Input || d == InputData{}) return;
+  if (!is_batch_data(arg.kind) || d == InputData{}) return;
   std::string_view sep = " {";
   auto key = [&](std::string_view name) {
     out += sep;

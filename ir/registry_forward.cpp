@@ -282,20 +282,48 @@ bool attention_shape(const OpContext& ctx, Types& out, std::string& error) {
     return fail(error, "q {}, k {} and v {} differ in batch, or k's heads do not divide q's", str(q), str(k), str(v));
   if (k.dim(3) != q.dim(3)) return fail(error, "q {} and k {} differ in head size", str(q), str(k));
   if (v.dim(2) != k.dim(2)) return fail(error, "k {} and v {} differ in key length", str(k), str(v));
+  // A KV cache (inference): k and v's earlier positions, held across steps.
+  if (ctx.operands.size() > 3) {
+    if (ctx.operands.size() != 5) return fail(error, "a KV cache is two operands, the keys' and the values'");
+    const int64_t context = ctx.attrs.integer("context");
+    for (size_t i = 3; i < 5; ++i) {
+      const TensorType& cache = ctx.operands[i];
+      const TensorType& like = i == 3 ? k : v;
+      if (cache.rank != 4 || cache.dtype != like.dtype || cache.dim(0) != like.dim(0) || cache.dim(1) != like.dim(1) ||
+          cache.dim(3) != like.dim(3))
+        return fail(error, "the {} cache {} is not shaped as {} with another length", i == 3 ? "keys'" : "values'",
+                    str(cache), str(like));
+      if (context < 0 || cache.dim(2) < context + like.dim(2))
+        return fail(error, "the cache {} holds fewer than its {} earlier positions and the step's {}", str(cache),
+                    context, like.dim(2));
+    }
+  } else if (ctx.attrs.integer("context") != 0) {
+    return fail(error, "earlier positions (context = {}) need a KV cache", ctx.attrs.integer("context"));
+  }
   TensorType r = q;
   r.dims[3] = v.dim(3);
   out.push_back(r);
   return true;
 }
 
-// QK^T and PV: 2*b*h*s*t*(d + dv); a causal mask skips half of it.
+// QK^T and PV: 2*b*h*s*t*(d + dv); a causal mask skips half of it. With a
+// KV cache every query also sees the `context` cached positions, which are
+// read from the cache; the step's k and v are written into it in place, so
+// the cache's other positions cost nothing.
 OpCost attention_cost(const OpContext& ctx, Results results) {
   const TensorType& q = ctx.operands[0];
+  const TensorType& k = ctx.operands[1];
   const TensorType& v = ctx.operands[2];
   double bhst = static_cast<double>(q.dim(0) * q.dim(1) * q.dim(2) * v.dim(2));
   double flops = 2 * bhst * static_cast<double>(q.dim(3) + v.dim(3));
   if (ctx.attrs.boolean("causal")) flops /= 2;
-  return {flops, traffic(ctx, results)};
+  if (ctx.operands.size() < 5) return {flops, traffic(ctx, results)};
+  const auto context = static_cast<double>(ctx.attrs.integer("context"));
+  flops += 2 * static_cast<double>(q.dim(0) * q.dim(1) * q.dim(2)) * context * static_cast<double>(q.dim(3) + v.dim(3));
+  auto bytes = static_cast<double>(q.bytes() + 2 * (k.bytes() + v.bytes()) + results[0].bytes());
+  for (size_t i = 3; i < 5; ++i)
+    bytes += static_cast<double>(ctx.operands[i].bytes()) * context / static_cast<double>(ctx.operands[i].dim(2));
+  return {flops, bytes};
 }
 
 // Two spatial values of an attribute (stride, padding, kernel), or `fallback`.
@@ -626,11 +654,13 @@ void add_forward_ops(std::vector<OpInfo>& t) {
   t.push_back(make_op(OpKind::Scale, 1, 1, 1, {required("factor", AttrType::Float)}, float_unary_shape,
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
   // Rotary position embedding: x·cos + rotate_half(x)·sin, positions along
-  // `dim`, the last dim rotated in pairs (i, i + d/2); inverse rotates back
-  // (its gradient). Three flops per element, the angles computed in place.
-  t.push_back(make_op(OpKind::Rope, 1, 1, 1,
-                      {required("dim", AttrType::Int), float_attr("base", 10000), bool_attr("inverse", false)},
-                      rope_shape, [](const OpContext& c, Results r) { return elementwise_cost(c, r, 3); }));
+  // `dim` from `offset` (a step after cached positions), the last dim
+  // rotated in pairs (i, i + d/2); inverse rotates back (its gradient).
+  // Three flops per element, the angles computed in place.
+  t.push_back(make_op(
+      OpKind::Rope, 1, 1, 1,
+      {required("dim", AttrType::Int), float_attr("base", 10000), bool_attr("inverse", false), int_attr("offset", 0)},
+      rope_shape, [](const OpContext& c, Results r) { return elementwise_cost(c, r, 3); }));
   for (const PointwiseOp& p : pointwise_ops()) {
     OpInfo op = make_op(p.kind, 1, 1, 1, {}, float_unary_shape, [](const OpContext& c, Results r) {
       return elementwise_cost(c, r, find_pointwise(c.attrs.kind())->flops);
@@ -657,7 +687,10 @@ void add_forward_ops(std::vector<OpInfo>& t) {
       }));
   t.push_back(make_op(OpKind::CrossEntropyTotal, 2, 2, 1, {}, cross_entropy_total_shape,
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 3); }));
-  t.push_back(make_op(OpKind::Attention, 3, 3, 1, {bool_attr("causal", false), float_attr("scale", 0)}, attention_shape,
+  // Operands q, k, v, and in inference with a KV cache the keys' and the
+  // values' caches: `context` earlier positions precede k and v.
+  t.push_back(make_op(OpKind::Attention, 3, 5, 1,
+                      {bool_attr("causal", false), float_attr("scale", 0), int_attr("context", 0)}, attention_shape,
                       attention_cost));
   t.push_back(make_op(OpKind::Conv2d, 2, 2, 1, {list_attr("stride"), list_attr("padding"), int_attr("groups", 1)},
                       conv2d_shape,

@@ -355,7 +355,6 @@ class CudaDevice final : public Device {
       case OpKind::EmbeddingGrad:
       case OpKind::CrossEntropy:
       case OpKind::CrossEntropyGrad:
-      case OpKind::Attention:
       case OpKind::AttentionGrad:
       case OpKind::ReduceMax:
       case OpKind::ReduceMaxGrad:
@@ -385,6 +384,10 @@ class CudaDevice final : public Device {
       case OpKind::Unshard: return {};
       case OpKind::Einsum: {
         if (f.operands(op).size() > 2) return "an einsum of more than two operands has no CUDA kernel yet";
+        return {};
+      }
+      case OpKind::Attention: {
+        if (f.operands(op).size() > 3) return "attention over a KV cache has no CUDA kernel yet";
         return {};
       }
       default:
@@ -600,7 +603,8 @@ class CudaDevice final : public Device {
         const int dim = normalized(attrs.integer("dim"), rank_of(*x[0]));
         const int64_t d = x[0]->shape.back();
         const Blocks b = blocks_along(x[0]->shape, dim);
-        const int64_t first = result_placement(ctx, y[0]->shape).offset[static_cast<size_t>(dim)];
+        const int64_t first =
+            attrs.integer("offset") + result_placement(ctx, y[0]->shape).offset[static_cast<size_t>(dim)];
         return cuda::rope(x[0]->data, y[0]->data, d > 0 ? n / d : 0, d, b.inner, b.n, first, real("base"),
                           attrs.boolean("inverse") ? -1.0f : 1.0f, stream_);
       }

@@ -94,7 +94,8 @@ ArgumentSource make_argument_source(uint64_t seed) {
           fill(-1e-3, 1e-3);
         }
         return out;
-      case ir::ArgKind::Input: {
+      case ir::ArgKind::Input:
+      case ir::ArgKind::Cache: {  // a KV cache's earlier positions are data of the batch's sequences
         const ir::InputData& data = request.data;
         const std::string& name = request.data_name;
         if (data.micro_batch < 0) return data_tensor(name, request.dtype, request.logical_shape, data.values, seed);

@@ -85,7 +85,8 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
       // Positions are logical: a shard of the sequence starts at its offset.
       const int dim = normalized(attrs.integer("dim"), x(0).rank());
       DevicePlacement where = result_placement(ctx, y.shape);
-      kernels::rope(x(0), dim, attrs.real("base"), attrs.boolean("inverse"), where.offset[static_cast<size_t>(dim)], y);
+      kernels::rope(x(0), dim, attrs.real("base"), attrs.boolean("inverse"),
+                    attrs.integer("offset") + where.offset[static_cast<size_t>(dim)], y);
       return {};
     }
     case OpKind::Softmax: kernels::softmax(x(0), normalized(attrs.integer("dim"), x(0).rank()), y); return {};
@@ -106,10 +107,19 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
                                    out[1]);
       return {};
     case OpKind::CrossEntropyTotal: kernels::cross_entropy_total(x(0), x(1), y); return {};
-    case OpKind::Attention:
-      kernels::attention(x(0), x(1), x(2), attrs.boolean("causal"), first_query(ctx, x(0).shape, x(1).dim(2)),
+    case OpKind::Attention: {
+      if (in.size() == 3) {
+        kernels::attention(x(0), x(1), x(2), attrs.boolean("causal"), first_query(ctx, x(0).shape, x(1).dim(2)),
+                           attrs.real("scale"), y);
+        return {};
+      }
+      // A KV cache: its first `context` positions precede the step's k and v.
+      const int64_t context = attrs.integer("context");
+      HostTensor keys = kernels::cached_then(x(3), context, x(1)), values = kernels::cached_then(x(4), context, x(2));
+      kernels::attention(x(0), keys, values, attrs.boolean("causal"), first_query(ctx, x(0).shape, keys.dim(2)),
                          attrs.real("scale"), y);
       return {};
+    }
     case OpKind::Conv2d: kernels::conv2d(x(0), x(1), conv_params(attrs), y); return {};
     case OpKind::MaxPool2d: kernels::max_pool2d(x(0), pool_params(attrs), y); return {};
     case OpKind::AvgPool2d: kernels::avg_pool2d(x(0), pool_params(attrs), y); return {};

@@ -55,6 +55,9 @@ void cross_entropy_total(const HostTensor& s, const HostTensor& p, HostTensor& o
 // split and k, v gathered, as context parallelism does).
 void attention(const HostTensor& q, const HostTensor& k, const HostTensor& v, bool causal, int64_t first_query,
                double scale, HostTensor& out);
+// [..., context + t, d]: the first `context` positions of `cache`
+// [..., capacity, d] (a KV cache), then `step` [..., t, d].
+HostTensor cached_then(const HostTensor& cache, int64_t context, const HostTensor& step);
 
 // --- layout and shape ---
 void slice(const HostTensor& x, int dim, int64_t start, HostTensor& out);

@@ -305,6 +305,23 @@ void rope(const HostTensor& x, int dim, double base, bool inverse, int64_t first
   }
 }
 
+HostTensor cached_then(const HostTensor& cache, int64_t context, const HostTensor& step) {
+  const int rank = step.rank();
+  std::vector<int64_t> shape = step.shape;
+  const int64_t t = step.dim(rank - 2), d = step.dim(rank - 1), capacity = cache.dim(rank - 2);
+  shape[static_cast<size_t>(rank - 2)] = context + t;
+  HostTensor out(step.dtype, shape);
+  const int64_t rows = extent(step.shape, 0, rank - 2);
+  for (int64_t r = 0; r < rows; ++r) {
+    auto from_cache = cache.data.begin() + r * capacity * d;
+    auto from_step = step.data.begin() + r * t * d;
+    auto to = out.data.begin() + r * (context + t) * d;
+    std::copy(from_cache, from_cache + context * d, to);
+    std::copy(from_step, from_step + t * d, to + context * d);
+  }
+  return out;
+}
+
 void attention(const HostTensor& q, const HostTensor& k, const HostTensor& v, bool causal, int64_t first_query,
                double scale, HostTensor& out) {
   const int64_t bh = q.dim(0) * q.dim(1), s = q.dim(2), d = q.dim(3), t = k.dim(2), dv = v.dim(3);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "backends/reference/argument_values.h"
+#include "backends/reference/kernels.h"
 #include "backends/reference/returned_values.h"
 #include "ir/printer.h"
 #include "ir/registry.h"
@@ -119,6 +120,34 @@ TensorDifference worst_difference(const std::string& name, const HostTensor& exp
   return d;
 }
 
+// The whole batch's output from each micro-batch's: added up when they
+// have its shape (a loss), else joined along the one dim they cut (`cut`).
+std::optional<HostTensor> joined_micro_batches(const std::vector<HostTensor>& parts, const std::vector<int64_t>& whole,
+                                               int& cut) {
+  HostTensor out(parts.front().dtype, whole);
+  cut = -1;
+  if (parts.front().shape == whole) {
+    for (const HostTensor& p : parts) {
+      if (p.shape != whole) return std::nullopt;
+      for (size_t i = 0; i < out.data.size(); ++i) out.data[i] += p.data[i];
+    }
+    return out;
+  }
+  for (size_t d = 0; d < whole.size(); ++d) {
+    if (parts.front().shape.size() != whole.size()) return std::nullopt;
+    if (parts.front().shape[d] == whole[d]) continue;
+    if (cut >= 0 || parts.front().shape[d] * static_cast<int64_t>(parts.size()) != whole[d]) return std::nullopt;
+    cut = static_cast<int>(d);
+  }
+  std::vector<const HostTensor*> pointers;
+  for (const HostTensor& p : parts) {
+    if (p.shape != parts.front().shape) return std::nullopt;
+    pointers.push_back(&p);
+  }
+  kernels::concat(pointers, cut, out);
+  return out;
+}
+
 }  // namespace
 
 double default_tolerance(Arithmetic a) {
@@ -139,16 +168,22 @@ int32_t reference_micro_batches(const ir::Module& strategy, int32_t strategy_mic
   return 1;
 }
 
+const ir::Function* step_function(const ir::Module& module) {
+  const ir::Function* f = module.find_function("train_step");
+  return f ? f : module.find_function("forward");
+}
+
 VerifyResult compare_programs(const ir::Module& distributed, const ir::Module& single_device,
                               const VerifyOptions& options) {
   VerifyResult r;
   r.tolerance = options.tolerance > 0 ? options.tolerance : default_tolerance(options.arithmetic);
-  const ir::Function* fd = distributed.find_function("train_step");
-  const ir::Function* fs = single_device.find_function("train_step");
-  if (!fd || !fs) {
-    r.missing = "the function train_step";
+  const ir::Function* fd = step_function(distributed);
+  const ir::Function* fs = step_function(single_device);
+  if (!fd || !fs || fd->name != fs->name) {
+    r.missing = "the step function (train_step or forward)";
     return r;
   }
+  r.training = fd->name == "train_step";
   ExecutorOptions exec{options.arithmetic, options.check_layouts, {}};
   auto observe = [&](VerifiedProgram program) {
     if (options.after_op) exec.after_op = [&options, program](ir::OpId op) { options.after_op(program, op); };
@@ -212,6 +247,54 @@ VerifyResult compare_programs(const ir::Module& distributed, const ir::Module& s
     return true;
   };
 
+  if (!r.training) {
+    // The output of each micro-batch, in micro-batch order; the strategy's
+    // are put together as the single device's to compare.
+    auto outputs = [](const Execution& run, const ir::Function& f) {
+      std::vector<ir::ValueId> values(f.returns.begin(), f.returns.end());
+      auto micro_batch = [&](ir::ValueId v) {
+        return f.values[v].def == ir::kNone ? -1 : f.ops[f.values[v].def].micro_batch;
+      };
+      std::stable_sort(values.begin(), values.end(),
+                       [&](ir::ValueId a, ir::ValueId b) { return micro_batch(a) < micro_batch(b); });
+      std::vector<HostTensor> out;
+      for (ir::ValueId v : values) out.push_back(run.logical(v).logical);
+      return std::pair{values, out};
+    };
+    auto [single_values, expected] = outputs(single, *fs);
+    auto [dist_values, actual] = outputs(dist, *fd);
+    if (expected.empty() || actual.empty()) {
+      r.missing = "the model's output";
+      return r;
+    }
+    if (expected.size() == actual.size()) {
+      for (size_t i = 0; i < expected.size(); ++i) {
+        std::string name = expected.size() == 1 ? "output" : fmt::format("output of micro-batch {}", i);
+        if (!compare(name, expected[i], dist_values[i])) return r;
+      }
+    } else if (expected.size() == 1) {
+      int cut = -1;
+      if (std::optional<HostTensor> whole = joined_micro_batches(actual, expected[0].shape, cut)) {
+        TensorDifference d = worst_difference("output", expected[0], whole->data);
+        note(d);
+        // The micro-batch whose output holds the worst element.
+        size_t part = cut < 0 ? 0 : static_cast<size_t>(d.index[static_cast<size_t>(cut)] / actual[0].dim(cut));
+        if (!(d.error <= r.tolerance)) return fail_with(d, dist_values[part]);
+      } else {
+        r.missing = fmt::format(
+            "the model's output (shape [{}] on one device, {} micro-batches of [{}] with the "
+            "strategy)",
+            fmt::join(expected[0].shape, ", "), actual.size(), fmt::join(actual[0].shape, ", "));
+        return r;
+      }
+    } else {
+      r.missing = "the model's output (micro-batched differently)";
+      return r;
+    }
+    r.passed = true;
+    return r;
+  }
+
   HostTensor loss(ir::DType::F32, std::span<const int64_t>{});
   for (ir::ValueId v : cs.losses) loss.data[0] += single.logical(v).logical.data[0];
   double dist_loss = 0;
@@ -274,6 +357,12 @@ void print_verify_result(std::ostream& out, const VerifyResult& r) {
           fmt::join(d.index, ", "), d.actual, d.expected, d.error, r.tolerance);
     }
     place(d.producer);
+    return;
+  }
+  if (!r.training) {
+    out << fmt::format("verify: PASS: the model's output matches the single-device model\n");
+    out << fmt::format("  {} tensors compared; worst error {:.3g} ({}); tolerance {:.3g}\n", r.tensors_compared,
+                       r.worst_error, r.worst_tensor, r.tolerance);
     return;
   }
   out << fmt::format("verify: PASS: loss, gradients and updated weights match the single-device model\n");

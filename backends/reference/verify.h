@@ -1,8 +1,9 @@
-// `dstc verify`'s core: runs one training step of a distributed program and
-// of the single-device program of the same model on the same weights and
-// batch (argument_values.h), and compares the loss, every parameter's
-// gradient (the optimizer's input), every updated weight and optimizer
-// state, each gathered back to its logical tensor.
+// `dstc verify`'s core: runs one step of a distributed program and of the
+// single-device program of the same model on the same weights and batch
+// (argument_values.h), and compares, each gathered back to its logical
+// tensor: for a training step the loss, every parameter's gradient (the
+// optimizer's input), every updated weight and optimizer state; for an
+// inference step the model's output.
 #pragma once
 
 #include <cstdint>
@@ -55,6 +56,7 @@ struct TensorDifference {
 
 struct VerifyResult {
   bool passed = false;
+  bool training = true;  // false: an inference step, whose output was compared
   double tolerance = 0;
   // The distributed program stopped (a partial read, a layout mismatch, a
   // failed kernel); `at` is the op.
@@ -80,8 +82,11 @@ struct VerifyResult {
 // strategy's micro-batches add up to it).
 int32_t reference_micro_batches(const ir::Module& strategy, int32_t strategy_micro_batches);
 
+// The step a compiled program runs: "train_step", or "forward" (inference).
+const ir::Function* step_function(const ir::Module& module);
+
 // Both programs must be of the same model (their data inputs name the same
-// model inputs, docs/ir.md); their function is "train_step".
+// model inputs, docs/ir.md) and run the same kind of step.
 VerifyResult compare_programs(const ir::Module& distributed, const ir::Module& single_device,
                               const VerifyOptions& options);
 

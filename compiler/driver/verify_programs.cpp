@@ -11,11 +11,11 @@
 namespace dstc {
 
 reference::ProgramWork VerifyPrograms::single_work() const {
-  return reference::estimate_work(reference.module, *reference.module.find_function("train_step"));
+  return reference::estimate_work(reference.module, *reference::step_function(reference.module));
 }
 
 reference::ProgramWork VerifyPrograms::strategy_work() const {
-  return reference::estimate_work(compiled.module, *compiled.module.find_function("train_step"));
+  return reference::estimate_work(compiled.module, *reference::step_function(compiled.module));
 }
 
 namespace {
@@ -57,13 +57,6 @@ std::optional<VerifyPrograms> compile_verify_programs(const StrategyRequest& req
   std::optional<LoadedStrategy> loaded = load_strategy(request, sources, diags);
   if (!loaded) return std::nullopt;
   const frontend::Strategy& strategy = loaded->strategy->strategy;
-  if (!strategy.run.training) {
-    diags.error(diag::kVerifyInference, strategy.run.range,
-                fmt::format("{} is an inference strategy; dstc verify compares one training step (loss, gradients, "
-                            "updated weights) with the single-device model",
-                            strategy.name));
-    return std::nullopt;
-  }
   if (strategy.run.fp8 == compiler::Fp8Recipe::Tensorwise) {
     diags
         .error(diag::kVerifyFp8Tensorwise, strategy.run.fp8_range,
@@ -89,7 +82,7 @@ std::optional<VerifyPrograms> compile_verify_programs(const StrategyRequest& req
   reference_plan.micro_batches = reference_micro_batches;
   auto reference = compiler::compile_strategy(*single, sources, diags, reference_plan);
   if (!reference || !ir::verify_module(compiled->module, diags) || !ir::verify_module(reference->module, diags) ||
-      !compiled->module.find_function("train_step") || !reference->module.find_function("train_step")) {
+      !reference::step_function(compiled->module) || !reference::step_function(reference->module)) {
     internal = true;
     return std::nullopt;
   }

@@ -251,6 +251,19 @@ class StrategyElaborator {
         if (std::optional<bool> v = eval_.eval_bool(*e.value, sc, e.key)) run.tp_comm_overlap = *v;
       } else if (e.key == "expert_load") {
         expert_load(e, sc, run);
+      } else if ((e.key == "kv_cache" || e.key == "context") && run.training) {
+        diags_.error(diag::kBadConfig, e.key_range,
+                     fmt::format("{} is a key of inference: a training step attends over its whole sequences", e.key));
+      } else if (e.key == "kv_cache") {
+        if (std::optional<bool> v = eval_.eval_bool(*e.value, sc, e.key)) run.kv_cache = *v;
+      } else if (e.key == "context") {
+        std::optional<int64_t> v = eval_.eval_int(*e.value, sc, e.key);
+        if (v && *v < 0)
+          diags_.error(diag::kBadConfig, e.value->range,
+                       "context is how many positions per sequence the KV cache holds before this step, at least 0");
+        else if (v)
+          run.context = *v;
+        context_range_ = e.key_range;
       } else if (e.key == "overlap_grad_reduce" && run.training) {
         if (std::optional<bool> v = eval_.eval_bool(*e.value, sc, e.key)) run.overlap_grad_reduce = *v;
       } else if (e.key == "grad_bucket" && run.training) {
@@ -264,11 +277,12 @@ class StrategyElaborator {
         diags_.error(
             diag::kBadConfig, e.key_range,
             fmt::format(
-                "unknown key '{}' in {} (keys: batch, {}precision, fp8, tp_comm_overlap, expert_load)", e.key,
+                "unknown key '{}' in {} (keys: batch, {}precision, fp8, tp_comm_overlap, expert_load{})", e.key,
                 run.training ? "train" : "inference",
                 run.training
                     ? "optimizer, accumulate, master_weights, grad_precision, overlap_grad_reduce, grad_bucket, "
-                    : ""));
+                    : "",
+                run.training ? "" : ", kv_cache, context"));
       }
     }
     if (run.fp8 != Fp8Recipe::None && run.precision == ir::DType::F32) {
@@ -276,6 +290,10 @@ class StrategyElaborator {
           .error(diag::kBadConfig, run.fp8_range,
                  "fp8 applies to bf16 and fp16 runs: FP8 matmuls write the compute precision")
           .note(run.range, "precision = bf16 in this block, as FP8 training runs");
+    }
+    if (context_range_.valid() && run.context > 0 && !run.kv_cache) {
+      diags_.error(diag::kBadConfig, context_range_, "context counts the positions a KV cache holds, but there is none")
+          .note(run.range, "kv_cache = true in this block keeps every attention's keys and values across steps");
     }
     if (master_weights_range_.valid() && run.precision == ir::DType::F32) {
       diags_.error(diag::kBadConfig, master_weights_range_,
@@ -1131,6 +1149,7 @@ class StrategyElaborator {
   std::vector<MemoryCandidate> memory_candidates_;
   SourceRange batch_range_;
   SourceRange master_weights_range_;
+  SourceRange context_range_;
   const std::vector<AxisSbp>* default_written_ = nullptr;
 };
 

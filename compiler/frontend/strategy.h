@@ -65,6 +65,11 @@ struct RunConfig {
   // resolved path, "" for the models' Zipf skew.
   std::string expert_load;
   SourceRange expert_load_range;
+  // Inference with a KV cache: each attention keeps its keys and values
+  // across steps; `context` positions per sequence are cached before this
+  // step (0: a prefill; with one token per sequence, a decode step).
+  bool kv_cache = false;
+  int64_t context = 0;
   SourceRange range;
 };
 

@@ -32,7 +32,8 @@ class LogicalGraphBuilder {
     for (size_t i = 0; i < model_.ops.size(); ++i) translate(model_.ops[i]);
     check_routes();
     if (!ok_) return std::nullopt;
-    graph_.loss = strategy_.run.training ? tensor(model_.output) : -1;
+    graph_.output = tensor(model_.output);
+    graph_.loss = strategy_.run.training ? graph_.output : -1;
     graph_.infer_batch_axes();
     graph_.infer_slots_axes();
     // The strategy's global batch sizes every batch dim (the model's own
@@ -390,6 +391,8 @@ class LogicalGraphBuilder {
     spec.train.tp_comm_overlap = run.tp_comm_overlap;
     spec.train.expert_load = run.expert_load;
     spec.train.expert_load_where = run.expert_load_range;
+    spec.train.kv_cache = run.kv_cache;
+    spec.train.context = run.context;
     spec.train.where = run.range;
   }
 

@@ -90,7 +90,8 @@ struct LogicalGraph {
   std::vector<Tensor> tensors;
   std::vector<LogicalOp> ops;   // a topological order
   std::vector<int32_t> inputs;  // data inputs and labels, in order
-  int32_t loss = -1;            // the scalar loss (training)
+  int32_t output = -1;          // the model's output
+  int32_t loss = -1;            // the scalar loss (training: the output)
 
   // Adds a node under `parent` (-1 for the root) and returns its index.
   int32_t add_node(int32_t parent, std::string name, std::string kind, SourceRange where = {});

@@ -38,6 +38,12 @@ ir::ValueId Lowering::forward_elementwise(const ForwardStep& f) {
     case ops::OpKind::Scale:
       return append(f.at, OpKind::Scale, {f.in[0]}, {AttrValue::real("factor", f.lop.factor)}, f.out);
     case ops::OpKind::Rope:
+      // After a KV cache's positions, this step's tokens are the next ones.
+      if (spec.train.context > 0)
+        return append(f.at, OpKind::Rope, {f.in[0]},
+                      {AttrValue::integer("dim", f.lop.axis), AttrValue::real("base", f.lop.base),
+                       AttrValue::integer("offset", spec.train.context)},
+                      f.out);
       return append(f.at, OpKind::Rope, {f.in[0]},
                     {AttrValue::integer("dim", f.lop.axis), AttrValue::real("base", f.lop.base)}, f.out);
     case ops::OpKind::Dropout: {

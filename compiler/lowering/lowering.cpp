@@ -522,7 +522,7 @@ void Lowering::emit_forward_block(int32_t stage, int32_t mb, bool recompute, int
     (recompute ? recomputed_ : forward_).at(lop.output, mb) = out;
     saved_outputs_.at(op, mb) = out;
     if (recompute) continue;
-    if (lop.output == graph.loss) loss_values_.push_back(out);
+    if (lop.output == (spec.train.training ? graph.loss : graph.output)) output_values_.push_back(out);
     for (int32_t to : consumer_stages_[lop.output]) {
       if (stage_devices_[to] == stage_devices_[stage]) continue;
       uint32_t channel = next_channel_++;
@@ -787,7 +787,7 @@ ir::Module Lowering::run() {
     sum_shared_param_grads();
   }
   place_sends_at_their_recvs(*function_);
-  function_->returns = loss_values_;
+  function_->returns = output_values_;
   if (spec.train.training) {
     for (int32_t s = 0; s < resolved.num_stages; ++s) emit_optimizer(s);
   }
@@ -812,7 +812,7 @@ void Lowering::pipeline_activation_collectives() {
       ir::OpId def = f.values[v].def;
       if (def == ir::kNone) {
         for (const ir::Arg& a : f.args)
-          if (a.value == v) return a.kind != ir::ArgKind::Input;
+          if (a.value == v) return !ir::is_batch_data(a.kind);
         return false;
       }
       const ir::Op& op = f.ops[def];

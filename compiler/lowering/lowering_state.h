@@ -172,6 +172,7 @@ class Lowering {
   ir::ValueId forward_embedding(const ForwardStep& f);
   ir::ValueId forward_loss(const ForwardStep& f);
   ir::ValueId forward_attention(const ForwardStep& f);
+  ir::ValueId kv_cache_arg(const ForwardStep& f, size_t i);
   ir::ValueId forward_convolution(const ForwardStep& f);
   ir::ValueId forward_shape(const ForwardStep& f);
   ir::ValueId forward_routing(const ForwardStep& f);
@@ -300,8 +301,8 @@ class Lowering {
   std::vector<std::vector<GradBucket>> grad_buckets_;  // per stage: the open ones
   std::vector<EinsumSpecs> einsum_specs_;              // per op, filled on first use
   std::vector<int32_t> weight_blocks_done_;            // per stage
-  std::vector<ir::ValueId> loss_values_;
-  std::vector<ir::LayoutId> layout_ids_;  // append_op's scratch
+  std::vector<ir::ValueId> output_values_;             // the model's output (training: the loss), per micro-batch
+  std::vector<ir::LayoutId> layout_ids_;               // append_op's scratch
   uint32_t next_channel_ = 1;
 
  public:

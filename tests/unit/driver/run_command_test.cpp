@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -25,7 +26,8 @@ std::vector<std::string> words(const std::string& line) {
 }
 
 // The example commands of tests/golden/verify ("verify examples/X.dstrat
-// -D ...") whose verification passes.
+// -D ...") whose verification of a training step passes (dstc run
+// executes training steps; verify alone checks inference strategies).
 std::vector<std::vector<std::string>> example_verify_commands() {
   std::vector<std::vector<std::string>> commands;
   for (const auto& entry : fs::directory_iterator(fs::path(DSTC_SOURCE_DIR) / "tests/golden/verify")) {
@@ -36,9 +38,9 @@ std::vector<std::vector<std::string>> example_verify_commands() {
     std::vector<std::string> args = words(line);
     if (args.size() < 2 || args[0] != "verify" || !args[1].starts_with("examples/")) continue;
     std::ifstream expected(fs::path(entry.path()).replace_extension(".expected"));
-    std::string status;
-    std::getline(expected, status);
-    if (status != "=== exit 0") continue;
+    std::string status, report((std::istreambuf_iterator<char>(expected)), std::istreambuf_iterator<char>());
+    std::getline(std::istringstream(report), status);
+    if (status != "=== exit 0" || report.find("the model's output matches") != std::string::npos) continue;
     args[1] = (fs::path(DSTC_SOURCE_DIR) / args[1]).string();
     commands.push_back(std::move(args));
   }

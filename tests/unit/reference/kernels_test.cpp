@@ -186,6 +186,42 @@ TEST(Kernels, GroupedQueryAttentionRepeatsEachKeyValueHeadForItsGroup) {
   EXPECT_EQ(grouped.data, repeated.data);
 }
 
+// A step over a KV cache (attention's fourth and fifth operands): its 2
+// queries, after 3 cached positions, see what the last 2 rows of the whole
+// 5-position sequence's causal attention see; the cache's room past them
+// is never read.
+TEST(Kernels, AttentionOverACacheIsTheLastRowsOfTheWholeSequence) {
+  const int64_t context = 3, step = 2, room = 2;
+  HostTensor q = random_tensor({2, 4, context + step, 3}, 21), k = random_tensor({2, 2, context + step, 3}, 22),
+             v = random_tensor({2, 2, context + step, 3}, 23);
+  auto positions = [](const HostTensor& x, int64_t first, int64_t count, double fill) {
+    HostTensor out(x.dtype, std::vector<int64_t>{x.dim(0), x.dim(1), count, x.dim(3)});
+    std::fill(out.data.begin(), out.data.end(), fill);
+    const int64_t t = x.dim(2), d = x.dim(3);
+    for (int64_t r = 0; r < x.dim(0) * x.dim(1); ++r)
+      for (int64_t i = first; i < std::min(first + count, t); ++i)
+        std::copy_n(x.data.begin() + (r * t + i) * d, d, out.data.begin() + (r * count + i - first) * d);
+    return out;
+  };
+  HostTensor whole(q.dtype, q.shape);
+  kernels::attention(q, k, v, true, 0, 0, whole);
+  // The caches: the first `context` positions, then room holding garbage.
+  auto cache = [&](const HostTensor& x) {
+    HostTensor c = positions(x, 0, context + step + room, 1e6);
+    for (int64_t r = 0; r < x.dim(0) * x.dim(1); ++r)
+      std::fill_n(c.data.begin() + (r * (context + step + room) + context) * x.dim(3), (step + room) * x.dim(3), 1e6);
+    return c;
+  };
+  HostTensor keys = kernels::cached_then(cache(k), context, positions(k, context, step, 0));
+  HostTensor values = kernels::cached_then(cache(v), context, positions(v, context, step, 0));
+  EXPECT_EQ(keys.data, k.data);
+  EXPECT_EQ(values.data, v.data);
+  HostTensor q_step = positions(q, context, step, 0), out(q.dtype, q_step.shape);
+  kernels::attention(q_step, keys, values, true, context, 0, out);
+  HostTensor expected = positions(whole, context, step, 0);
+  for (size_t i = 0; i < out.data.size(); ++i) EXPECT_NEAR(out.data[i], expected.data[i], 1e-12) << i;
+}
+
 // Rotary embedding: a rotation of each pair (i, i + d/2) by position ·
 // base^(-2i/d), positions along dim 1 counted from the shard's first; its
 // inverse is its gradient.
