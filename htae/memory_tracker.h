@@ -12,8 +12,9 @@ namespace dstc::htae {
 
 // What live bytes hold, for the breakdown at the peak: the weights, the
 // optimizer's state (its fp32 master copy included), accumulated weight
-// gradients, forward values (activations, saved or recomputed), and the
-// rest (activation gradients, communication buffers).
+// gradients, forward values (activations, saved or recomputed), the rest
+// (activation gradients, communication buffers), and in inference the
+// attention's KV caches.
 enum class MemoryKind : uint8_t { Weights, OptimizerState, Gradients, Activations, Other, KvCache };
 inline constexpr size_t kMemoryKinds = 6;
 std::string_view memory_kind_name(MemoryKind kind);
