@@ -1,4 +1,4 @@
-// dstc run FILE: executes a strategy's training steps for real, one rank
+// dstc run FILE: executes a strategy's steps (training, or inference's forward) for real, one rank
 // per device of its mesh, on the CPU or CUDA device (docs/run.md). Under
 // mpirun each process is a rank and talks over MPI; under torchrun over
 // TCP; started by itself, dstc run runs the ranks as threads. --check compares the first step on every rank
@@ -64,9 +64,10 @@ std::string step_time(double seconds) {
   return seconds < 1 ? fmt::format("{:.3g} ms", seconds * 1e3) : fmt::format("{:.3g} s", seconds);
 }
 
-void print_step(std::ostream& out, const runtime::StepFigures& s) {
-  out << fmt::format("step {}{:<10} loss {:.9g}  {}\n", s.step, s.warmup ? " (warm-up)" : "", s.loss,
-                     step_time(s.seconds));
+// An inference step has no loss to print: its output is what --check compares.
+void print_step(std::ostream& out, const runtime::StepFigures& s, bool training) {
+  out << fmt::format("step {}{:<10} {}{}\n", s.step, s.warmup ? " (warm-up)" : "",
+                     training ? fmt::format("loss {:.9g}  ", s.loss) : std::string(), step_time(s.seconds));
   out.flush();
 }
 
@@ -162,11 +163,6 @@ int run_strategy(CommandContext& ctx, RunOptions& o) {
   std::optional<LoadedStrategy> loaded = load_strategy(o.request, sources, diags);
   if (!loaded) return finish(kExitInputErrors);
   const frontend::Strategy& strategy = loaded->strategy->strategy;
-  if (!strategy.run.training) {
-    diags.error(diag::kRunInference, strategy.run.range,
-                fmt::format("{} is an inference strategy; dstc run executes training steps", strategy.name));
-    return finish(kExitInputErrors);
-  }
   const int64_t needed = strategy.devices();
   const int64_t given = launch->launcher == runtime::Launcher::Mpirun ? launch->world_size
                         : o.ranks > 0                                 ? o.ranks
@@ -185,7 +181,7 @@ int run_strategy(CommandContext& ctx, RunOptions& o) {
   if (!program) return finish(kExitInputErrors);
   auto compiled = compiler::compile_strategy(*program, sources, diags);
   if (!compiled) return finish(kExitInputErrors);
-  const ir::Function* step = compiled->module.find_function("train_step");
+  const ir::Function* step = reference::step_function(compiled->module);
   if (!step || !ir::verify_module(compiled->module, diags)) {
     if (speaks) ctx.err << "dstc: internal error: the compiler produced IR that does not verify\n";
     return finish(kExitInternal);
@@ -214,7 +210,7 @@ int run_strategy(CommandContext& ctx, RunOptions& o) {
                                ? std::string("threads of dstc run")
                                : fmt::format("{} processes", runtime::launcher_name(launch->launcher)),
                            first->name(), o.arithmetic, o.training.seed);
-  auto on_step = [&](const runtime::StepFigures& s) { print_step(ctx.out, s); };
+  auto on_step = [&](const runtime::StepFigures& s) { print_step(ctx.out, s, strategy.run.training); };
   runtime::TrainingRunReport report;
   if (launch->launcher == runtime::Launcher::Mpirun) {
     runtime::MpiSession session;
@@ -280,7 +276,7 @@ int run_strategy(CommandContext& ctx, RunOptions& o) {
 
 Command add_run_command(CLI::App& root) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App* sub = root.add_subcommand("run", "Execute a strategy's training steps, one rank per device");
+  CLI::App* sub = root.add_subcommand("run", "Execute a strategy's steps (training or inference), one rank per device");
   sub->add_option("file", o->request.file, "The .dstrat file")->required();
   sub->add_option("--strategy", o->request.strategy, "The strategy to run (default: the file's only one)");
   sub->add_option("--cluster", o->request.cluster,
@@ -294,9 +290,7 @@ Command add_run_command(CLI::App& root) {
   sub->add_option("--ranks", o->ranks,
                   "Ranks to start when not launched by mpirun (default: one per device of the strategy's mesh)")
       ->check(CLI::PositiveNumber);
-  sub->add_option("--steps", o->training.steps, "Timed training steps")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  sub->add_option("--steps", o->training.steps, "Timed steps")->check(CLI::NonNegativeNumber)->capture_default_str();
   sub->add_option("--warmup", o->training.warmup, "Steps run before the timed ones")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

@@ -1,1 +1,0 @@
-run examples/search_gpt2_inference.dstrat
