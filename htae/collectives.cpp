@@ -153,6 +153,15 @@ CollectivePhase all_to_all_phase(const Topology& topology, std::span<const int64
   return phase;
 }
 
+// The share of tokens, each choosing `k` of `experts` uniformly, that
+// choose at least one of `held` given experts.
+double reach(int64_t experts, int64_t held, int64_t k) {
+  double miss = 1;
+  for (int64_t i = 0; i < k; ++i)
+    miss *= std::max<double>(0, static_cast<double>(experts - held - i)) / static_cast<double>(experts - i);
+  return 1 - miss;
+}
+
 CollectivePlan make_plan(const Topology& topology, CollectiveKind kind, std::span<const int64_t> group, double bytes,
                          CollectiveAlgorithm algorithm, size_t root) {
   CollectivePlan plan{kind, algorithm, {}};
@@ -248,6 +257,49 @@ int64_t ring_steps(CollectiveKind kind, int64_t p) {
 double alpha_beta_time(CollectiveKind kind, int64_t p, double bytes, double alpha, double bus_bandwidth) {
   if (p < 2) return 0;
   return static_cast<double>(ring_steps(kind, p)) * alpha + bytes * bus_bandwidth_factor(kind, p) / bus_bandwidth;
+}
+
+CollectivePlan deduplicated_all_to_all(const Topology& topology, std::span<const int64_t> group, double bytes,
+                                       int64_t copies, int64_t experts) {
+  CollectivePlan plan{CollectiveKind::AllToAll, CollectiveAlgorithm::Direct, {}};
+  const auto members = static_cast<int64_t>(group.size());
+  if (members < 2) return plan;
+  std::vector<std::vector<int64_t>> nodes = by_node(topology, group);
+  const size_t per_node = nodes[0].size();
+  bool even = copies > 1 && copies <= experts && experts % members == 0;
+  for (const auto& node : nodes) {
+    even = even && node.size() == per_node;
+    for (size_t i = 0; even && i < node.size(); ++i)
+      for (size_t j = 0; even && j < node.size(); ++j)
+        even = i == j || topology.nvlink_between(topology.local_of(node[i]), topology.local_of(node[j]));
+  }
+  if (!even) {
+    plan.phases.push_back(all_to_all_phase(topology, group, bytes / static_cast<double>(members)));
+    return plan;
+  }
+  const double tokens = bytes / static_cast<double>(copies);  // a member's tokens, once each
+  const auto n = static_cast<int64_t>(nodes.size());
+  const double to_node = tokens * reach(experts, experts / n, copies);
+  // What a GPU forwards to each other GPU of its node: every rail's tokens for it.
+  const double to_gpu = static_cast<double>(n) * tokens * reach(experts, experts / members, copies);
+  CollectivePhase phase;
+  for (size_t m = 0; m < nodes.size(); ++m) {
+    for (size_t i = 0; i < per_node; ++i) {
+      double arrival = 0;  // the network leg's latency into this GPU
+      for (size_t a = 0; a < nodes.size(); ++a) {
+        if (a == m) continue;
+        double latency = topology.route_latency(nodes[a][i], nodes[m][i]);
+        phase.transfers.push_back({nodes[a][i], nodes[m][i], to_node, latency});
+        arrival = std::max(arrival, latency);
+      }
+      for (size_t j = 0; j < per_node; ++j)
+        if (j != i)
+          phase.transfers.push_back(
+              {nodes[m][i], nodes[m][j], to_gpu, arrival + topology.route_latency(nodes[m][i], nodes[m][j])});
+    }
+  }
+  plan.phases.push_back(std::move(phase));
+  return plan;
 }
 
 CollectivePlan plan_collective(const Topology& topology, CollectiveKind kind, std::span<const int64_t> group,

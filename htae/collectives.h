@@ -60,6 +60,20 @@ CollectivePlan plan_collective(const Topology& topology, CollectiveKind kind, st
                                double bytes, std::optional<CollectiveAlgorithm> algorithm = std::nullopt,
                                size_t root = 0);
 
+// A mixture of experts' token exchange as DeepEP's normal kernels send it
+// (Megatron-Core's `flex` dispatcher): `bytes` is each member's slots, in
+// which every token appears `copies` times (its top-k) among `experts`
+// spread evenly over the group. A token crosses the network once per
+// destination node, to the GPU of its own rail there, which forwards it
+// over NVLink once per destination GPU; the combine sums within the node
+// before the network, the same volumes the other way. Uniform routing:
+// a token reaches a node (GPU) holding h of the experts with probability
+// 1 - C(experts - h, copies) / C(experts, copies). One pipelined phase, as
+// DeepEP chunks both legs. Where the group's nodes hold unequal numbers of
+// members or lack NVLink between them, the flat all-to-all.
+CollectivePlan deduplicated_all_to_all(const Topology& topology, std::span<const int64_t> group, double bytes,
+                                       int64_t copies, int64_t experts);
+
 // Closed-form time of a plan: per phase, the largest transfer latency
 // plus, with `contention`, the most loaded link's bytes over its capacity
 // (exact when a phase's transfers all drain together, as in a ring), or

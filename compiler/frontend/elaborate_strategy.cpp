@@ -251,6 +251,9 @@ class StrategyElaborator {
         if (std::optional<bool> v = eval_.eval_bool(*e.value, sc, e.key)) run.tp_comm_overlap = *v;
       } else if (e.key == "expert_load") {
         expert_load(e, sc, run);
+      } else if (e.key == "moe_dispatcher") {
+        std::string v = symbol(e, sc, {"alltoall", "deepep"});
+        if (!v.empty()) run.moe_dispatcher = v == "deepep" ? MoeDispatcher::Deduplicated : MoeDispatcher::AllToAll;
       } else if ((e.key == "kv_cache" || e.key == "context") && run.training) {
         diags_.error(diag::kBadConfig, e.key_range,
                      fmt::format("{} is a key of inference: a training step attends over its whole sequences", e.key));
@@ -277,8 +280,9 @@ class StrategyElaborator {
         diags_.error(
             diag::kBadConfig, e.key_range,
             fmt::format(
-                "unknown key '{}' in {} (keys: batch, {}precision, fp8, tp_comm_overlap, expert_load{})", e.key,
-                run.training ? "train" : "inference",
+                "unknown key '{}' in {} (keys: batch, {}precision, fp8, tp_comm_overlap, expert_load, "
+                "moe_dispatcher{})",
+                e.key, run.training ? "train" : "inference",
                 run.training
                     ? "optimizer, accumulate, master_weights, grad_precision, overlap_grad_reduce, grad_bucket, "
                     : "",

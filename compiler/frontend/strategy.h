@@ -36,6 +36,7 @@ struct ClusterReference {
 };
 
 using compiler::Fp8Recipe;
+using compiler::MoeDispatcher;
 using compiler::Optimizer;
 
 struct RunConfig {
@@ -70,6 +71,7 @@ struct RunConfig {
   // step (0: a prefill; with one token per sequence, a decode step).
   bool kv_cache = false;
   int64_t context = 0;
+  compiler::MoeDispatcher moe_dispatcher = compiler::MoeDispatcher::AllToAll;
   SourceRange range;
 };
 

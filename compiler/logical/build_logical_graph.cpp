@@ -391,6 +391,7 @@ class LogicalGraphBuilder {
     spec.train.tp_comm_overlap = run.tp_comm_overlap;
     spec.train.expert_load = run.expert_load;
     spec.train.expert_load_where = run.expert_load_range;
+    spec.train.moe_dispatcher = run.moe_dispatcher;
     spec.train.kv_cache = run.kv_cache;
     spec.train.context = run.context;
     spec.train.where = run.range;

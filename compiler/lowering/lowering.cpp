@@ -390,6 +390,14 @@ std::vector<ir::ValueId> Lowering::emit_boxing_step(const Emit& at, const AxisTr
         if ((step_axes(step) >> a) & 1u) next[a] = split(step.to_dim);
       attrs.push_back(ir::AttrValue::integer("split_dim", step.to_dim));
       attrs.push_back(ir::AttrValue::integer("concat_dim", step.from_dim));
+      if (spec.train.moe_dispatcher == MoeDispatcher::Deduplicated && at.tensor >= 0) {
+        // Experts' slots: each token is in them once per expert it chose.
+        const Tensor& t = graph.tensors[at.tensor];
+        if (t.slots_axis >= 0 && t.experts_axis >= 0 && t.router >= 0) {
+          attrs.push_back(ir::AttrValue::integer("copies", graph.ops[t.router].routes));
+          attrs.push_back(ir::AttrValue::integer("experts", t.dims[t.experts_axis].size));
+        }
+      }
       break;
     case ir::OpKind::Shard:
       split_to_target();
@@ -485,6 +493,7 @@ ir::ValueId Lowering::op_input(const Emit& at, int32_t op, size_t i, bool recomp
   int32_t t = graph.ops[op].inputs[i].tensor;
   Emit boxing = at;
   boxing.stream = ir::Stream::Feature;
+  boxing.tensor = t;
   if (fp8_op(op)) {
     if (graph.tensors[t].kind == TensorKind::Param)
       return fp8_input(at, param_value(t, at), param_layout(t), input_layout(op, i), false);
@@ -714,10 +723,12 @@ ir::ValueId Lowering::flush_grads(int32_t tensor, int32_t mb, const ir::Layout& 
     ir::ValueId g = it->second;
     Emit local = at;
     local.stream = ir::Stream::Compute;
+    Emit boxing = at;
+    boxing.tensor = tensor;
     // Boxed in the precision it was computed in, then cast: ZeRO-2/3
     // reduce-scatter low-precision gradients (DeepSpeed), and no full-size
     // fp32 copy of a gradient ever exists.
-    g = box(at, g, read, target);
+    g = box(boxing, g, read, target);
     if (dtype && type_of(g).dtype != *dtype)
       g = append(local, ir::OpKind::Cast, {g}, {ir::AttrValue::string("dtype", ir::dtype_name(*dtype))}, target);
     total = total == ir::kNone ? g : append(local, ir::OpKind::Add, {total, g}, {}, target);
@@ -744,7 +755,9 @@ void Lowering::quantize_pending_grad(int32_t op, int32_t mb, const Emit& at) {
   local.stream = ir::Stream::Compute;
   ir::ValueId q = quantized(local, it->second, ir::DType::F8E5M2, read);
   pending.erase(it);
-  add_grad(grads_.at(t, mb), box(at, q, read, dual_layout(sbp.layouts[t])), at);
+  Emit boxing = at;
+  boxing.tensor = t;
+  add_grad(grads_.at(t, mb), box(boxing, q, read, dual_layout(sbp.layouts[t])), at);
 }
 
 ir::Module Lowering::run() {

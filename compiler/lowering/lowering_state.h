@@ -28,6 +28,9 @@ struct Emit {
   // The fill of the op's results (experts' slots, ir::Value::fill); unset:
   // the largest of its operands'.
   std::optional<ir::Fill> fill = std::nullopt;
+  // Boxing: the logical tensor moved, or -1 (experts' slots exchange
+  // deduplicated under spec.train.moe_dispatcher).
+  int32_t tensor = -1;
 };
 
 // A gradient of one op input, in the dual of the layout the op read it in.

@@ -75,6 +75,7 @@ struct TrainConfig {
   bool tp_comm_overlap = false;     // activations' gathers and scatters pipelined with their GEMMs
   std::string expert_load;          // a per-expert routing histogram's path; "": the models' skew
   SourceRange expert_load_where;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
   bool kv_cache = false;  // inference: attention's keys and values kept across steps
   int64_t context = 0;    // positions cached before this step
   double learning_rate = 1e-3;

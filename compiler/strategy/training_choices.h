@@ -16,6 +16,14 @@ enum class Optimizer : uint8_t { Sgd, Adam };
 // elements of a row (DeepSeek-V3's 1x128 tiles, TE's Float8BlockScaling).
 enum class Fp8Recipe : uint8_t { None, Tensorwise, Blockwise };
 
+// How a mixture of experts' tokens travel between expert-parallel ranks:
+// AllToAll sends one copy per (token, expert) (Megatron-Core's `alltoall`
+// dispatcher); Deduplicated one per destination node over the network and
+// one per destination GPU over NVLink, combining within the node before
+// the network on the way back (DeepEP's normal kernels, Megatron-Core's
+// `flex` dispatcher with DeepEP or HybridEP).
+enum class MoeDispatcher : uint8_t { AllToAll, Deduplicated };
+
 // A parameter read on pipeline stages that run on different devices (a tied
 // input embedding and output projection) is either kept on its first stage
 // and sent to the others each step, its gradients sent back (Transmit), or

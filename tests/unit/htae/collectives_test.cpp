@@ -203,6 +203,37 @@ TEST(Collectives, AllToAllAcrossRailNodesSendsThroughTheReceiversRail) {
   EXPECT_DOUBLE_EQ(sent, 2 * 8 * 8 * 100);  // every cross-node block crosses once
 }
 
+// DeepEP's exchange of experts' slots: 16 experts over 2 nodes of 8 GPUs,
+// top-2. A member's 1600 bytes hold its tokens twice (800 once). A token
+// reaches the other node with probability 1 - C(8,2)/C(16,2) = 0.7667 and
+// crosses once, to the GPU of its rail; each GPU then forwards to the
+// others of its node what both rails brought for them: 2 x 800 x (1 -
+// C(15,2)/C(16,2)) = 200 each. The network carries 0.77x the flat
+// exchange's bytes: a token's two experts on one node cross as one.
+TEST(Collectives, DeduplicatedAllToAllCrossesOncePerNodeAndForwardsOverNvlink) {
+  Topology topo = preset_topology("dgx-a100.toml", {.nodes = 2});
+  std::vector<int64_t> group = iota(16);
+  CollectivePlan plan = deduplicated_all_to_all(topo, group, 1600, 2, 16);
+  ASSERT_EQ(plan.phases.size(), 1u);
+  const CollectivePhase& phase = plan.phases[0];
+  EXPECT_EQ(phase.transfers.size(), 16u + 2u * 56);
+  ASSERT_NE(find_transfer(phase, 1, 9), nullptr);
+  EXPECT_NEAR(find_transfer(phase, 1, 9)->bytes, 800 * (1 - 28.0 / 120), 1e-9);
+  EXPECT_EQ(find_transfer(phase, 1, 10), nullptr);  // off its rail: no network transfer
+  ASSERT_NE(find_transfer(phase, 9, 10), nullptr);
+  EXPECT_NEAR(find_transfer(phase, 9, 10)->bytes, 2 * 800 * (1 - 105.0 / 120), 1e-9);
+  EXPECT_DOUBLE_EQ(find_transfer(phase, 9, 10)->latency, topo.route_latency(1, 9) + topo.route_latency(9, 10));
+  double network = 0;
+  for (const Transfer& t : phase.transfers) network += topo.node_of(t.src) != topo.node_of(t.dst) ? t.bytes : 0;
+  EXPECT_NEAR(network, 16 * 800 * (1 - 28.0 / 120), 1e-6);
+  EXPECT_LT(network, 0.77 * 2 * 8 * 8 * 100);
+  // Unequal nodes: the flat exchange.
+  std::vector<int64_t> uneven = {0, 1, 2, 8};
+  CollectivePlan flat = deduplicated_all_to_all(topo, uneven, 400, 2, 16);
+  EXPECT_DOUBLE_EQ(plan_time(topo, flat),
+                   plan_time(topo, plan_collective(topo, CollectiveKind::AllToAll, uneven, 400)));
+}
+
 // Without a member of the receiver's local index on the sender's node, or
 // on nodes whose GPUs share a NIC, every block goes straight to its
 // receiver through the sender's own NIC.
