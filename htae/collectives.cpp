@@ -260,7 +260,7 @@ double alpha_beta_time(CollectiveKind kind, int64_t p, double bytes, double alph
 }
 
 CollectivePlan deduplicated_all_to_all(const Topology& topology, std::span<const int64_t> group, double bytes,
-                                       int64_t copies, int64_t experts) {
+                                       int64_t copies, int64_t experts, ExpertGroups groups) {
   CollectivePlan plan{CollectiveKind::AllToAll, CollectiveAlgorithm::Direct, {}};
   const auto members = static_cast<int64_t>(group.size());
   if (members < 2) return plan;
@@ -279,9 +279,16 @@ CollectivePlan deduplicated_all_to_all(const Topology& topology, std::span<const
   }
   const double tokens = bytes / static_cast<double>(copies);  // a member's tokens, once each
   const auto n = static_cast<int64_t>(nodes.size());
-  const double to_node = tokens * reach(experts, experts / n, copies);
+  double node_share = reach(experts, experts / n, copies);
+  double gpu_share = reach(experts, experts / members, copies);
+  if (groups.count == n && groups.kept > 0 && groups.kept < n) {
+    const auto kept = static_cast<double>(groups.kept);
+    node_share = std::min(kept, static_cast<double>(n) * node_share) / static_cast<double>(n);
+    gpu_share = kept / static_cast<double>(n) * reach(groups.kept * (experts / n), experts / members, copies);
+  }
+  const double to_node = tokens * node_share;
   // What a GPU forwards to each other GPU of its node: every rail's tokens for it.
-  const double to_gpu = static_cast<double>(n) * tokens * reach(experts, experts / members, copies);
+  const double to_gpu = static_cast<double>(n) * tokens * gpu_share;
   CollectivePhase phase;
   for (size_t m = 0; m < nodes.size(); ++m) {
     for (size_t i = 0; i < per_node; ++i) {

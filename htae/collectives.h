@@ -71,8 +71,18 @@ CollectivePlan plan_collective(const Topology& topology, CollectiveKind kind, st
 // 1 - C(experts - h, copies) / C(experts, copies). One pipelined phase, as
 // DeepEP chunks both legs. Where the group's nodes hold unequal numbers of
 // members or lack NVLink between them, the flat all-to-all.
+//
+// Node-limited routing (`groups`: the experts in `count` groups, a token's
+// from the `kept` best, DeepSeek-V3's 4 of 8) where the groups are the
+// group's nodes: a token reaches min(kept, the unlimited count) nodes, as
+// scoring groups by their best experts makes nearly every chosen group
+// receive one, and its GPUs as `copies` experts among the kept nodes'.
+struct ExpertGroups {
+  int64_t count = 0;
+  int64_t kept = 0;
+};
 CollectivePlan deduplicated_all_to_all(const Topology& topology, std::span<const int64_t> group, double bytes,
-                                       int64_t copies, int64_t experts);
+                                       int64_t copies, int64_t experts, ExpertGroups groups = {});
 
 // Closed-form time of a plan: per phase, the largest transfer latency
 // plus, with `contention`, the most loaded link's bytes over its capacity

@@ -175,6 +175,7 @@ CommSpec comm_spec(const ir::Module& module, const ir::Function& f, const ir::Op
     s.bytes = std::max(in, out);
     s.copies = attrs.integer("copies");
     s.experts = attrs.integer("experts");
+    s.groups = {attrs.integer("groups"), attrs.integer("group_k")};
   }
   if (op.kind == ir::OpKind::Broadcast || op.kind == ir::OpKind::Reduce || op.kind == ir::OpKind::Scatter ||
       op.kind == ir::OpKind::Gather)
@@ -184,7 +185,8 @@ CommSpec comm_spec(const ir::Module& module, const ir::Function& f, const ir::Op
 }
 
 CollectivePlan comm_plan(const Topology& topology, const CommSpec& spec, std::span<const int64_t> group) {
-  if (spec.copies > 1) return deduplicated_all_to_all(topology, group, spec.bytes, spec.copies, spec.experts);
+  if (spec.copies > 1)
+    return deduplicated_all_to_all(topology, group, spec.bytes, spec.copies, spec.experts, spec.groups);
   if (spec.collective) return plan_collective(topology, *spec.collective, group, spec.bytes, std::nullopt, spec.root);
   CollectivePlan plan{CollectiveKind::Broadcast, CollectiveAlgorithm::Direct, {}};
   if (group.size() > 1 && spec.root < group.size())

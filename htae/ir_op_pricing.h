@@ -32,6 +32,7 @@ struct CommSpec {
   // all_to_all of experts' slots exchanged deduplicated (DeepEP): each
   // token's copies in the slots, among how many experts; 0: flat.
   int64_t copies = 0, experts = 0;
+  ExpertGroups groups;               // node-limited routing
   std::string_view efficiency_name;  // the key of the cluster's collective_efficiency
 };
 CommSpec comm_spec(const ir::Module& module, const ir::Function& f, const ir::Op& op);

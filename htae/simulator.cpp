@@ -250,7 +250,7 @@ class Executor {
   std::vector<uint32_t> arrived_;
   std::vector<CommLayout> layouts_;
   std::map<std::tuple<int, uint32_t, uint32_t, uint32_t>, uint32_t> layout_ids_;
-  std::map<std::tuple<uint32_t, uint32_t, int, double, size_t, int64_t>, PlanSet> plans_;
+  std::map<std::tuple<uint32_t, uint32_t, int, double, size_t, int64_t, int64_t, int64_t>, PlanSet> plans_;
   std::vector<const PlanSet*> plan_of_component_;  // indexed as arrived_; null for a profiled time
 
   std::vector<Instance> instances_;
@@ -650,7 +650,8 @@ void Executor::arrive(uint32_t c, OpId id) {
 
 PlanSet& Executor::plan_set(const Rendezvous& r, uint32_t component) {
   const CommSpec& spec = r.comm;
-  auto key = std::make_tuple(r.layout, component, static_cast<int>(spec.kind), spec.bytes, spec.root, spec.copies);
+  auto key = std::make_tuple(r.layout, component, static_cast<int>(spec.kind), spec.bytes, spec.root, spec.copies,
+                             spec.groups.count, spec.groups.kept);
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   PlanSet plans;

@@ -164,9 +164,12 @@ void add_communication_ops(std::vector<OpInfo>& t) {
   // `copies` > 1: the values are experts' slots holding each token `copies`
   // times (its top-k) among `experts`, and the exchange sends a token once
   // per destination node and GPU (DeepEP); 0: every slot travels.
+  // `groups` > 0: the experts come from `group_k` of that many groups
+  // (node-limited routing).
   t.push_back(make_op(
       OpKind::AllToAll, 1, 1, 1,
-      {int_attr("split_dim", 0), int_attr("concat_dim", 0), int_attr("copies", 0), int_attr("experts", 0)},
+      {int_attr("split_dim", 0), int_attr("concat_dim", 0), int_attr("copies", 0), int_attr("experts", 0),
+       int_attr("groups", 0), int_attr("group_k", 0)},
       all_to_all_shape,
       [](const OpContext& c, Results) {
         return OpCost{0, ring_share(c) * local_bytes(c)};

@@ -23,6 +23,13 @@ bool top_k_shape(const OpContext& ctx, Types& out, std::string& error) {
   int64_t k = ctx.attrs.integer("k");
   if (k < 1 || k > x.dim(static_cast<int>(dim)))
     return fail(error, "k = {} must be between 1 and the size {} of dim {}", k, x.dim(static_cast<int>(dim)), dim);
+  const int64_t groups = ctx.attrs.integer("groups"), kept = ctx.attrs.integer("group_k");
+  if (groups != 0 || kept != 0) {
+    const int64_t n = x.dim(static_cast<int>(dim));
+    if (groups < 1 || n % groups != 0 || kept < 1 || kept > groups || k > kept * (n / groups))
+      return fail(error, "groups = {} must divide dim {}'s {} entries, and group_k = {} groups must hold k = {}",
+                  groups, dim, n, kept, k);
+  }
   if (ctx.operands.size() == 2 && !require_same_shape(ctx, 1, error)) return false;
   out.push_back(x);
   return true;
@@ -99,11 +106,17 @@ void add_routing_ops(std::vector<OpInfo>& t) {
     double k = static_cast<double>(c.attrs.integer("k"));
     return elementwise_cost(c, r, std::log2(k) + 1);
   };
-  t.push_back(make_op(OpKind::TopK, 1, 1, 1, {required("dim", AttrType::Int), required("k", AttrType::Int)},
-                      top_k_shape, top_k_cost));
+  // `groups` > 0: only among the `group_k` best of that many groups of
+  // consecutive entries (node-limited routing).
+  t.push_back(make_op(
+      OpKind::TopK, 1, 1, 1,
+      {required("dim", AttrType::Int), required("k", AttrType::Int), int_attr("groups", 0), int_attr("group_k", 0)},
+      top_k_shape, top_k_cost));
   // (dy, x): dy where x is among its top k.
-  t.push_back(make_op(OpKind::TopKGrad, 2, 2, 1, {required("dim", AttrType::Int), required("k", AttrType::Int)},
-                      top_k_shape, [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
+  t.push_back(make_op(
+      OpKind::TopKGrad, 2, 2, 1,
+      {required("dim", AttrType::Int), required("k", AttrType::Int), int_attr("groups", 0), int_attr("group_k", 0)},
+      top_k_shape, [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
   // Unweighted it is combine's gradient for the tokens, weighted dispatch's
   // for the slots (and the other way round).
   t.push_back(make_op(OpKind::Dispatch, 2, 2, 1, {required("capacity", AttrType::Int), bool_attr("weighted", false)},

@@ -375,8 +375,6 @@ class CudaDevice final : public Device {
       case OpKind::CrossEntropyPartsGrad:
       case OpKind::Dropout:
       case OpKind::DropoutGrad:
-      case OpKind::TopK:
-      case OpKind::TopKGrad:
       case OpKind::Dispatch:
       case OpKind::Combine:
       case OpKind::CombineGateGrad:
@@ -388,6 +386,11 @@ class CudaDevice final : public Device {
       }
       case OpKind::Attention: {
         if (f.operands(op).size() > 3) return "attention over a KV cache has no CUDA kernel yet";
+        return {};
+      }
+      case OpKind::TopK:
+      case OpKind::TopKGrad: {
+        if (ir::AttrReader(module, f, op).integer("groups") > 0) return "group-limited top_k has no CUDA kernel yet";
         return {};
       }
       default:

@@ -192,10 +192,12 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
       kernels::batchnorm_input_grad(x(0), x(1), batch_stats(attrs, x(2), x(3)), x(4), x(5), x(6), y);
       return {};
     case OpKind::TopK:
-      kernels::top_k(x(0), normalized(attrs.integer("dim"), x(0).rank()), attrs.integer("k"), y);
+      kernels::top_k(x(0), normalized(attrs.integer("dim"), x(0).rank()), attrs.integer("k"),
+                     {attrs.integer("groups"), attrs.integer("group_k")}, y);
       return {};
     case OpKind::TopKGrad:
-      kernels::top_k_grad(x(0), x(1), normalized(attrs.integer("dim"), x(1).rank()), attrs.integer("k"), y);
+      kernels::top_k_grad(x(0), x(1), normalized(attrs.integer("dim"), x(1).rank()), attrs.integer("k"),
+                          {attrs.integer("groups"), attrs.integer("group_k")}, y);
       return {};
     case OpKind::Dispatch: kernels::dispatch(x(0), x(1), attrs.boolean("weighted"), y); return {};
     case OpKind::Combine: kernels::combine(x(0), x(1), attrs.boolean("weighted"), y); return {};

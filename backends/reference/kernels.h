@@ -146,9 +146,15 @@ void batchnorm_input_grad(const HostTensor& dy, const HostTensor& x, const Batch
 
 // --- routing (kernels_routing.cpp) ---
 // The k largest entries of each row along dim kept, the rest zero (ties:
-// the lower index first); its gradient passes dy where x was kept.
-void top_k(const HostTensor& x, int dim, int64_t k, HostTensor& out);
-void top_k_grad(const HostTensor& dy, const HostTensor& x, int dim, int64_t k, HostTensor& out);
+// the lower index first); its gradient passes dy where x was kept. With
+// groups (count > 0), only among the `kept` groups of consecutive entries
+// whose k / kept largest entries sum highest (node-limited routing).
+struct TopKGroups {
+  int64_t count = 0;
+  int64_t kept = 0;
+};
+void top_k(const HostTensor& x, int dim, int64_t k, TopKGroups groups, HostTensor& out);
+void top_k_grad(const HostTensor& dy, const HostTensor& x, int dim, int64_t k, TopKGroups groups, HostTensor& out);
 // Tokens x[G.., s, h] to slots [G.., e, c, h]: each token to every expert
 // whose gate (gates[G.., s, e]) is nonzero, in order along s, the first c
 // per expert and group; scaled by the gate when weighted.

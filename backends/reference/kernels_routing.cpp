@@ -10,14 +10,39 @@ namespace dstc::reference::kernels {
 namespace {
 
 // Calls keep(j) for the k largest x[at(j)], j < n (ties: the lower j).
+// With groups: the n entries form `groups.count` consecutive groups, each
+// scored by the sum of its k / groups.kept largest; only the `kept` best
+// groups' entries are candidates (DeepSeek-V3's node-limited routing,
+// Megatron-Core's group_limited_topk).
 template <typename At, typename Keep>
-void for_top_k(const HostTensor& x, int64_t n, int64_t k, At at, Keep keep) {
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), 0);
-  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) {
+void for_top_k(const HostTensor& x, int64_t n, int64_t k, kernels::TopKGroups groups, At at, Keep keep) {
+  auto larger = [&](int64_t a, int64_t b) {
     double va = x.data[at(a)], vb = x.data[at(b)];
     return va > vb || (va == vb && a < b);
-  });
+  };
+  std::vector<int64_t> order;
+  if (groups.count > 0) {
+    const int64_t per = n / groups.count, best = std::max<int64_t>(1, k / groups.kept);
+    std::vector<double> score(static_cast<size_t>(groups.count));
+    std::vector<int64_t> members(static_cast<size_t>(per));
+    for (int64_t g = 0; g < groups.count; ++g) {
+      std::iota(members.begin(), members.end(), g * per);
+      std::partial_sort(members.begin(), members.begin() + best, members.end(), larger);
+      for (int64_t i = 0; i < best; ++i) score[static_cast<size_t>(g)] += x.data[at(members[static_cast<size_t>(i)])];
+    }
+    std::vector<int64_t> chosen(static_cast<size_t>(groups.count));
+    std::iota(chosen.begin(), chosen.end(), 0);
+    std::partial_sort(chosen.begin(), chosen.begin() + groups.kept, chosen.end(), [&](int64_t a, int64_t b) {
+      double sa = score[static_cast<size_t>(a)], sb = score[static_cast<size_t>(b)];
+      return sa > sb || (sa == sb && a < b);
+    });
+    for (int64_t i = 0; i < groups.kept; ++i)
+      for (int64_t j = 0; j < per; ++j) order.push_back(chosen[static_cast<size_t>(i)] * per + j);
+  } else {
+    order.resize(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), 0);
+  }
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), larger);
   for (int64_t i = 0; i < k; ++i) keep(order[static_cast<size_t>(i)]);
 }
 
@@ -50,16 +75,18 @@ void for_each_route(const HostTensor& gates, int64_t capacity, Visit visit) {
 
 }  // namespace
 
-void top_k(const HostTensor& x, int dim, int64_t k, HostTensor& out) {
+void top_k(const HostTensor& x, int dim, int64_t k, TopKGroups groups, HostTensor& out) {
   std::fill(out.data.begin(), out.data.end(), 0.0);
-  each_row(x, dim,
-           [&](int64_t n, auto at) { for_top_k(x, n, k, at, [&](int64_t j) { out.data[at(j)] = x.data[at(j)]; }); });
+  each_row(x, dim, [&](int64_t n, auto at) {
+    for_top_k(x, n, k, groups, at, [&](int64_t j) { out.data[at(j)] = x.data[at(j)]; });
+  });
 }
 
-void top_k_grad(const HostTensor& dy, const HostTensor& x, int dim, int64_t k, HostTensor& out) {
+void top_k_grad(const HostTensor& dy, const HostTensor& x, int dim, int64_t k, TopKGroups groups, HostTensor& out) {
   std::fill(out.data.begin(), out.data.end(), 0.0);
-  each_row(x, dim,
-           [&](int64_t n, auto at) { for_top_k(x, n, k, at, [&](int64_t j) { out.data[at(j)] = dy.data[at(j)]; }); });
+  each_row(x, dim, [&](int64_t n, auto at) {
+    for_top_k(x, n, k, groups, at, [&](int64_t j) { out.data[at(j)] = dy.data[at(j)]; });
+  });
 }
 
 void dispatch(const HostTensor& x, const HostTensor& gates, bool weighted, HostTensor& out) {

@@ -110,9 +110,10 @@ class LogicalGraphBuilder {
   }
 
   // A dispatch's k is what the simulator prices it by: it must be the k of
-  // the top_k its gates come from (through a renormalisation).
+  // the top_k its gates come from (through a renormalisation), whose
+  // groups (node-limited routing) it takes.
   void check_routes() {
-    for (const LogicalOp& op : graph_.ops) {
+    for (LogicalOp& op : graph_.ops) {
       if (op.type != OpKind::Dispatch) continue;
       int32_t producer = graph_.tensors[op.inputs[1].tensor].producer;
       while (producer >= 0 && (graph_.ops[producer].type == OpKind::Div || graph_.ops[producer].type == OpKind::Mul ||
@@ -120,6 +121,8 @@ class LogicalGraphBuilder {
         producer = graph_.tensors[graph_.ops[producer].inputs[0].tensor].producer;
       if (producer < 0 || graph_.ops[producer].type != OpKind::TopK) continue;
       const LogicalOp& top = graph_.ops[producer];
+      op.groups = top.groups;
+      op.group_k = top.group_k;
       if (top.top_k == op.routes) continue;
       diags_
           .error(diag::kRoutesMismatch, op.where,
@@ -313,6 +316,8 @@ class LogicalGraphBuilder {
       case OpKind::TopK:
         out.axis = dim_attr("dim");
         out.top_k = int_attr("k", 1);
+        out.groups = int_attr("groups", 0);
+        out.group_k = int_attr("group_k", 0);
         break;
       case OpKind::Dispatch:
         out.routes = int_attr("k", 1);

@@ -394,8 +394,13 @@ std::vector<ir::ValueId> Lowering::emit_boxing_step(const Emit& at, const AxisTr
         // Experts' slots: each token is in them once per expert it chose.
         const Tensor& t = graph.tensors[at.tensor];
         if (t.slots_axis >= 0 && t.experts_axis >= 0 && t.router >= 0) {
-          attrs.push_back(ir::AttrValue::integer("copies", graph.ops[t.router].routes));
+          const LogicalOp& dispatch = graph.ops[t.router];
+          attrs.push_back(ir::AttrValue::integer("copies", dispatch.routes));
           attrs.push_back(ir::AttrValue::integer("experts", t.dims[t.experts_axis].size));
+          if (dispatch.groups > 0) {
+            attrs.push_back(ir::AttrValue::integer("groups", dispatch.groups));
+            attrs.push_back(ir::AttrValue::integer("group_k", dispatch.group_k));
+          }
         }
       }
       break;

@@ -6,13 +6,29 @@
 
 namespace dstc::compiler {
 
+namespace {
+
+// top_k's attributes; its groups only where the routing is node-limited.
+std::vector<ir::AttrValue> top_k_attrs(const LogicalOp& lop) {
+  std::vector<ir::AttrValue> attrs{ir::AttrValue::integer("dim", lop.axis), ir::AttrValue::integer("k", lop.top_k)};
+  if (lop.groups > 0) {
+    attrs.push_back(ir::AttrValue::integer("groups", lop.groups));
+    attrs.push_back(ir::AttrValue::integer("group_k", lop.group_k));
+  }
+  return attrs;
+}
+
+}  // namespace
+
 ir::ValueId Lowering::forward_routing(const ForwardStep& f) {
   using ir::AttrValue;
   using ir::OpKind;
   switch (f.lop.type) {
-    case ops::OpKind::TopK:
-      return append(f.at, OpKind::TopK, {f.in[0]},
-                    {AttrValue::integer("dim", f.lop.axis), AttrValue::integer("k", f.lop.top_k)}, f.out);
+    case ops::OpKind::TopK: {
+      std::vector<ir::ValueId> operands{f.in[0]};
+      std::vector<ir::Layout> layouts{f.out};
+      return append_multi(f.at, OpKind::TopK, operands, top_k_attrs(f.lop), layouts)[0];
+    }
     case ops::OpKind::Dispatch: {
       // The slots dim is never split: every device holds an expert's capacity.
       ir::TensorType slots = local_type(f.lop.output, f.out, compute_dtype(f.lop.output));
@@ -30,9 +46,9 @@ void Lowering::backward_routing(BackwardStep& s) {
   switch (s.lop.type) {
     case ops::OpKind::TopK:
       if (s.wanted(0)) {
-        s.give(0, append(s.emit_at(0), OpKind::TopKGrad, {s.g, s.in(0)},
-                         {AttrValue::integer("dim", s.lop.axis), AttrValue::integer("k", s.lop.top_k)},
-                         s.grad_layout_of(0)));
+        std::vector<ir::ValueId> operands{s.g, s.in(0)};
+        std::vector<ir::Layout> layouts{s.grad_layout_of(0)};
+        s.give(0, append_multi(s.emit_at(0), OpKind::TopKGrad, operands, top_k_attrs(s.lop), layouts)[0]);
       }
       break;
     case ops::OpKind::Dispatch:

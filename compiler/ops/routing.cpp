@@ -26,6 +26,17 @@ DimsResult top_k_dims(const DimsQuery& q, OpError& error) {
   int64_t k = given_attr(q.attrs, "k")->i;
   int64_t size = find_dim(q.inputs[0], dim)->size;
   if (k < 1 || k > size) return fail(error, fmt::format("k = {} must be between 1 and {}'s size {}", k, dim, size));
+  // Node-limited routing: `groups` groups of consecutive entries, the k
+  // taken from the `group_k` best (0 and 0: no groups).
+  const AttrValue* groups = given_attr(q.attrs, "groups");
+  const AttrValue* kept = given_attr(q.attrs, "group_k");
+  const int64_t g = groups ? groups->i : 0, gk = kept ? kept->i : 0;
+  if (g == 0 && gk == 0) return check_declared(q.inputs[0], q.declared, error);
+  if (g < 1 || size % g != 0)
+    return fail(error, fmt::format("groups = {} must divide {}'s {} entries into equal groups", g, dim, size));
+  if (gk < 1 || gk > g) return fail(error, fmt::format("group_k = {} must be between 1 and the {} groups", gk, g));
+  if (k > gk * (size / g))
+    return fail(error, fmt::format("k = {} is more than the {} kept groups of {} entries hold", k, gk, size / g));
   return check_declared(q.inputs[0], q.declared, error);
 }
 

@@ -1,1 +1,1 @@
-verify examples/deepseek_v3_2048_gpus.dstrat -D batch=8 -D pp=2 -D dp=2 -D ep=2 -D micro=2 -D seq=8 -D hidden=16 -D heads=4 -D kv_heads=2 -D dense_ffn=24 -D dense_layers=1 -D layers=2 -D vocab=64 -D experts=4 -D top_k=2 -D expert_ffn=8 -D shared_ffn=8
+verify examples/deepseek_v3_2048_gpus.dstrat -D batch=8 -D pp=2 -D dp=2 -D ep=2 -D micro=2 -D seq=8 -D hidden=16 -D heads=4 -D kv_heads=2 -D dense_ffn=24 -D dense_layers=1 -D layers=2 -D vocab=64 -D experts=4 -D top_k=2 -D expert_ffn=8 -D shared_ffn=8 -D expert_groups=2 -D group_limit=1

@@ -234,6 +234,28 @@ TEST(Collectives, DeduplicatedAllToAllCrossesOncePerNodeAndForwardsOverNvlink) {
                    plan_time(topo, plan_collective(topo, CollectiveKind::AllToAll, uneven, 400)));
 }
 
+// DeepSeek-V3's exchange: 256 experts, top-8, EP 64 over 8 nodes. Without
+// a node limit a token reaches 8 (1 - C(224,8)/C(256,8)) = 5.30 nodes; its
+// routing to the best 4 of 8 groups, a group a node, caps that at 4: each
+// rail peer on another node gets half the member's tokens, and each GPU
+// forwards to each other GPU of its node what 8 experts among the kept 4
+// nodes' 128 bring.
+TEST(Collectives, NodeLimitedRoutingCapsTheNodesATokenReaches) {
+  Topology topo = preset_topology("dgx-h100.toml", {.nodes = 8});
+  std::vector<int64_t> group = iota(64);
+  const double bytes = 8 * 1000;  // 1000 bytes of tokens, each 8 times
+  CollectivePlan free = deduplicated_all_to_all(topo, group, bytes, 8, 256);
+  CollectivePlan limited = deduplicated_all_to_all(topo, group, bytes, 8, 256, {8, 4});
+  double miss = 1, miss_gpu = 1;
+  for (int i = 0; i < 8; ++i) miss *= (224.0 - i) / (256 - i), miss_gpu *= (124.0 - i) / (128 - i);
+  EXPECT_NEAR(find_transfer(free.phases[0], 0, 8)->bytes, 1000 * (1 - miss), 1e-9);
+  EXPECT_NEAR(find_transfer(limited.phases[0], 0, 8)->bytes, 1000 * 0.5, 1e-9);
+  EXPECT_NEAR(find_transfer(limited.phases[0], 8, 9)->bytes, 8 * 1000 * 0.5 * (1 - miss_gpu), 1e-9);
+  // Groups that are not the nodes leave the traffic as it was.
+  CollectivePlan other = deduplicated_all_to_all(topo, group, bytes, 8, 256, {64, 4});
+  EXPECT_DOUBLE_EQ(find_transfer(other.phases[0], 0, 8)->bytes, find_transfer(free.phases[0], 0, 8)->bytes);
+}
+
 // Without a member of the receiver's local index on the sender's node, or
 // on nodes whose GPUs share a NIC, every block goes straight to its
 // receiver through the sender's own NIC.

@@ -250,20 +250,42 @@ TEST(Kernels, RopeRotatesPairsByPositionAndItsInverseIsItsGradient) {
 TEST(Kernels, TopKKeepsTheLargestAlongItsDimAndPassesTheirGradient) {
   HostTensor x(ir::DType::F64, std::vector<int64_t>{2, 4}), y(x.dtype, x.shape);
   x.data = {0.1, 0.7, 0.3, 0.7, -1, -3, -2, 5};
-  kernels::top_k(x, 1, 2, y);
+  kernels::top_k(x, 1, 2, {}, y);
   // Ties go to the lower index; negative entries are kept like any other.
   EXPECT_EQ(y.data, (std::vector<double>{0, 0.7, 0, 0.7, -1, 0, 0, 5}));
-  kernels::top_k(x, 0, 1, y);
+  kernels::top_k(x, 0, 1, {}, y);
   EXPECT_EQ(y.data, (std::vector<double>{0.1, 0.7, 0.3, 0, 0, 0, 0, 5}));
   HostTensor r = random_tensor({3, 5}, 16), w = random_tensor({3, 5}, 17), dr(r.dtype, r.shape);
-  kernels::top_k_grad(w, r, 1, 3, dr);
+  kernels::top_k_grad(w, r, 1, 3, {}, dr);
   expect_gradient(
       [](const HostTensor& in) {
         HostTensor out(in.dtype, in.shape);
-        kernels::top_k(in, 1, 3, out);
+        kernels::top_k(in, 1, 3, {}, out);
         return out;
       },
       r, w, dr, "top_k dx");
+}
+
+// Node-limited routing: 8 entries in 4 groups of 2, top 4 from the best 2
+// groups, each group scored by the sum of its 4 / 2 = 2 largest. Group 3
+// holds the single largest entry (0.9) but scores 0.9 + 0 = 0.9, below
+// groups 0 (1.0) and 1 (1.1): the plain top 4 would take 0.9, this does not.
+TEST(Kernels, GroupLimitedTopKKeepsOnlyTheBestGroupsEntries) {
+  HostTensor x(ir::DType::F64, std::vector<int64_t>{1, 8}), y(x.dtype, x.shape), plain(x.dtype, x.shape);
+  x.data = {0.5, 0.5, 0.6, 0.5, 0.4, 0.3, 0.9, 0.0};
+  kernels::top_k(x, 1, 4, {4, 2}, y);
+  EXPECT_EQ(y.data, (std::vector<double>{0.5, 0.5, 0.6, 0.5, 0, 0, 0, 0}));
+  kernels::top_k(x, 1, 4, {}, plain);
+  EXPECT_EQ(plain.data, (std::vector<double>{0.5, 0.5, 0.6, 0, 0, 0, 0.9, 0}));
+  HostTensor r = random_tensor({3, 8}, 18), w = random_tensor({3, 8}, 19), dr(r.dtype, r.shape);
+  kernels::top_k_grad(w, r, 1, 3, {4, 2}, dr);
+  expect_gradient(
+      [](const HostTensor& in) {
+        HostTensor out(in.dtype, in.shape);
+        kernels::top_k(in, 1, 3, {4, 2}, out);
+        return out;
+      },
+      r, w, dr, "group-limited top_k dx");
 }
 
 TEST(Kernels, DispatchFillsSlotsInTokenOrderAndCombineIsItsAdjoint) {
