@@ -261,9 +261,14 @@ class StrategyElaborator {
         if (std::optional<bool> v = eval_.eval_bool(*e.value, sc, e.key)) run.kv_cache = *v;
       } else if (e.key == "context") {
         std::optional<int64_t> v = eval_.eval_int(*e.value, sc, e.key);
+        // Past 2^31 positions the caches' sizes would overflow.
+        constexpr int64_t kMaxContext = int64_t{1} << 31;
         if (v && *v < 0)
           diags_.error(diag::kBadConfig, e.value->range,
                        "context is how many positions per sequence the KV cache holds before this step, at least 0");
+        else if (v && *v > kMaxContext)
+          diags_.error(diag::kBadConfig, e.value->range,
+                       fmt::format("context = {} positions is more than the {} a KV cache may hold", *v, kMaxContext));
         else if (v)
           run.context = *v;
         context_range_ = e.key_range;
