@@ -40,8 +40,9 @@ namespace {
 // gradient collectives (Proteus' gamma) and the expert all-to-alls, which
 // a schedule can run beside another micro-batch's compute (DeepSeek-V3
 // gives its all-to-alls 20 of an H800's 132 SMs). Other activation
-// exchanges block their consumers instead, and copy-engine transfers
-// (pipeline sends) take no SMs.
+// exchanges block their consumers instead or, pipelined (tensor-parallel
+// overlap's userbuffers, ring attention's sends of a few CTAs, unmeasured),
+// are not charged; copy-engine transfers (pipeline sends) take no SMs.
 bool slows_compute(const ir::Op& op) { return op.stream == ir::Stream::Grad || op.kind == ir::OpKind::AllToAll; }
 
 // How many devices of an op's set compute the very same result: the sizes
@@ -129,11 +130,13 @@ struct Instance {
 };
 
 // A collective pipelined with a GEMM in `chunks` pieces (the IR's `chunks`,
-// Megatron-Core's --tp-comm-overlap): an all-gather's result is ready to
-// its GEMMs from the gather's start (the first piece is the rank's own), and
-// a GEMM's finish waits for the last piece plus that piece's share of the
-// GEMM; a reduce-scatter starts on its GEMM's first piece, and finishes no
-// sooner than the GEMM plus the last piece's share of the scatter.
+// Megatron-Core's --tp-comm-overlap; ring attention's exchanges, with
+// attention or its gradient in the GEMM's place): an all-gather's results
+// are ready to their GEMMs from the gather's start (the first piece is the
+// rank's own), and a GEMM's finish waits for the last piece plus that
+// piece's share of the GEMM; a reduce-scatter starts on its GEMM's first
+// piece, and finishes no sooner than the GEMM plus the last piece's share
+// of the scatter.
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
 class Executor {
@@ -417,7 +420,11 @@ void Executor::prepare() {
     int64_t chunks = ir::AttrReader(m_, f_, op).integer("chunks");
     if (chunks < 2) continue;
     chunks_[i] = static_cast<uint32_t>(chunks);
-    pipelined_with_[op.kind == ir::OpKind::AllGather ? op.first_result : f_.operands(op)[0]] = i;
+    if (op.kind == ir::OpKind::AllGather) {
+      for (uint16_t r = 0; r < op.result_count; ++r) pipelined_with_[op.first_result + r] = i;
+    } else {
+      for (ValueId v : f_.operands(op)) pipelined_with_[v] = i;
+    }
   }
   done_at_.assign(slots, kNever);
   waiting_gemm_.assign(slots, kNone);
@@ -608,13 +615,14 @@ bool Executor::gemm_may_finish(uint32_t c, OpId id) {
 bool Executor::scatter_may_finish(uint32_t id) {
   const Instance& inst = instances_[id];
   if (chunks_[inst.op] == 0 || f_.ops[inst.op].kind != ir::OpKind::ReduceScatter) return true;
-  ValueId v = f_.operands(f_.ops[inst.op])[0];
-  for (uint32_t c : layouts_[inst.layout].components[inst.component].classes) {
-    uint32_t sl = slot(v, c);
-    if (sl == kNone || done_at_[sl] != kNever) continue;
-    waiting_scatter_[sl] = id;
-    instances_[id].moved = now_;
-    return false;
+  for (ValueId v : f_.operands(f_.ops[inst.op])) {
+    for (uint32_t c : layouts_[inst.layout].components[inst.component].classes) {
+      uint32_t sl = slot(v, c);
+      if (sl == kNone || done_at_[sl] != kNever) continue;
+      waiting_scatter_[sl] = id;
+      instances_[id].moved = now_;
+      return false;
+    }
   }
   return true;
 }
@@ -718,7 +726,8 @@ void Executor::start_instance(OpId rv, uint32_t component) {
   for (uint32_t c : comp.receivers) begin(c, f_.ops[inst.partner]);
   if (chunks_[rv] > 0 && op.kind == ir::OpKind::AllGather) {
     for (uint32_t c : comp.classes)
-      if (uint32_t sl = slot(op.first_result, c); sl != kNone) ready_[sl] = 1;
+      for (uint16_t k = 0; k < op.result_count; ++k)
+        if (uint32_t sl = slot(op.first_result + k, c); sl != kNone) ready_[sl] = 1;
   }
   if (r.fixed_seconds >= 0) {
     inst.groups_left = 0;

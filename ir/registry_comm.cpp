@@ -58,10 +58,13 @@ bool require_root(const OpContext& ctx, std::string& error) {
 }
 
 // flat = true: the operand's chunks, concatenated, hold the result's
-// elements in order and then padding (S(flat) -> B boxing).
+// elements in order and then padding (S(flat) -> B boxing). Several
+// operands (not flat) are gathered in one collective, each as if alone:
+// ring attention's keys and values travel together.
 bool all_gather_shape(const OpContext& ctx, Types& out, std::string& error) {
-  TensorType r = ctx.operands[0];
   if (ctx.attrs.boolean("flat")) {
+    if (ctx.operands.size() != 1) return fail(error, "a flat all_gather gathers one operand");
+    TensorType r = ctx.operands[0];
     std::span<const int64_t> shape = ctx.attrs.ints("shape");
     if (shape.empty()) return fail(error, "a flat all_gather needs the result's `shape`");
     if (!require_shape(shape, error)) return false;
@@ -72,8 +75,10 @@ bool all_gather_shape(const OpContext& ctx, Types& out, std::string& error) {
     out.push_back(whole);
     return true;
   }
-  if (!regroup_dim(ctx, "dim", true, r, error)) return false;
-  out.push_back(r);
+  for (TensorType r : ctx.operands) {
+    if (!regroup_dim(ctx, "dim", true, r, error)) return false;
+    out.push_back(r);
+  }
   return true;
 }
 
@@ -147,10 +152,10 @@ void add_communication_ops(std::vector<OpInfo>& t) {
       },
       kColl));
   t.push_back(make_op(
-      OpKind::AllGather, 1, 1, 1,
+      OpKind::AllGather, 1, kVariadic, kPerOperand,
       {int_attr("dim", 0), bool_attr("flat", false), list_attr("shape"), int_attr("chunks", 1)}, all_gather_shape,
       [](const OpContext& c, Results) {
-        return OpCost{0, static_cast<double>(c.group_size - 1) * local_bytes(c)};
+        return OpCost{0, static_cast<double>(c.group_size - 1) * grouped_bytes(c)};
       },
       kColl));
   t.push_back(make_op(

@@ -254,6 +254,22 @@ class StrategyElaborator {
       } else if (e.key == "moe_dispatcher") {
         std::string v = symbol(e, sc, {"alltoall", "deepep"});
         if (!v.empty()) run.moe_dispatcher = v == "deepep" ? MoeDispatcher::Deduplicated : MoeDispatcher::AllToAll;
+      } else if (e.key == "cp_comm_type") {
+        if (Value a2a = eval_.eval(*e.value, sc); a2a.ok() && a2a.type == ValueType::Symbol && a2a.s == "a2a") {
+          diags_
+              .error(
+                  diag::kBadConfig, e.value->range,
+                  "cp_comm_type must be one of all_gather, p2p: a2a (DeepSpeed-Ulysses) is a layout, not an exchange")
+              .note(
+                  "split the attention core's heads over the cp axis (`**.attn.core compute [cp: S(n)]`) and the "
+                  "other ops' sequence over it: the layout changes are the all-to-alls");
+          continue;
+        }
+        std::string v = symbol(e, sc, {"all_gather", "p2p"});
+        if (!v.empty()) {
+          run.cp_exchange = v == "p2p" ? ContextParallelExchange::Ring : ContextParallelExchange::AllGather;
+          run.cp_exchange_range = e.key_range;
+        }
       } else if ((e.key == "kv_cache" || e.key == "context") && run.training) {
         diags_.error(diag::kBadConfig, e.key_range,
                      fmt::format("{} is a key of inference: a training step attends over its whole sequences", e.key));
@@ -285,8 +301,8 @@ class StrategyElaborator {
         diags_.error(
             diag::kBadConfig, e.key_range,
             fmt::format(
-                "unknown key '{}' in {} (keys: batch, {}precision, fp8, tp_comm_overlap, expert_load, "
-                "moe_dispatcher{})",
+                "unknown key '{}' in {} (keys: batch, {}precision, fp8, tp_comm_overlap, cp_comm_type, "
+                "expert_load, moe_dispatcher{})",
                 e.key, run.training ? "train" : "inference",
                 run.training
                     ? "optimizer, accumulate, master_weights, grad_precision, overlap_grad_reduce, grad_bucket, "

@@ -35,6 +35,7 @@ struct ClusterReference {
   SourceRange range;
 };
 
+using compiler::ContextParallelExchange;
 using compiler::Fp8Recipe;
 using compiler::MoeDispatcher;
 using compiler::Optimizer;
@@ -72,6 +73,8 @@ struct RunConfig {
   bool kv_cache = false;
   int64_t context = 0;
   compiler::MoeDispatcher moe_dispatcher = compiler::MoeDispatcher::AllToAll;
+  ContextParallelExchange cp_exchange = ContextParallelExchange::AllGather;
+  SourceRange cp_exchange_range;
   SourceRange range;
 };
 

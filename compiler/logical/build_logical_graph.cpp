@@ -397,6 +397,8 @@ class LogicalGraphBuilder {
     spec.train.expert_load = run.expert_load;
     spec.train.expert_load_where = run.expert_load_range;
     spec.train.moe_dispatcher = run.moe_dispatcher;
+    spec.train.cp_exchange = run.cp_exchange;
+    spec.train.cp_exchange_where = run.cp_exchange_range;
     spec.train.kv_cache = run.kv_cache;
     spec.train.context = run.context;
     spec.train.where = run.range;
@@ -408,6 +410,7 @@ class LogicalGraphBuilder {
     spec.mesh = ir::Mesh("world", {{"device", 1}});
     spec.resize_for(g.nodes.size(), g.tensors.size());
     run_config(spec);
+    spec.train.cp_exchange = ContextParallelExchange::AllGather;  // one device: no ring to pass keys around
     return spec;
   }
 

@@ -53,12 +53,34 @@ void Lowering::backward_attention(BackwardStep& s) {
         std::vector<AttrValue> attrs{AttrValue::boolean("causal", s.lop.causal)};
         std::vector<ir::Layout> layouts{s.grad_layout_of(0), s.grad_layout_of(1), s.grad_layout_of(2)};
         std::vector<ir::ValueId> r = append_multi(s.emit_at(0), OpKind::AttentionGrad, operands, attrs, layouts);
-        for (size_t i = 0; i < 3; ++i)
+        if (s.wanted(0)) s.give(0, r[0]);
+        if (s.wanted(1) && s.wanted(2) && ring_returns_key_value_grads(s, r[1], r[2])) break;
+        for (size_t i = 1; i < 3; ++i)
           if (s.wanted(i)) s.give(i, r[i]);
       }
       break;
     default: no_backward_rule(s.lop);
   }
+}
+
+// Ring attention (cp_comm_type = p2p) sends the keys' and values'
+// gradients back around the ring together, one message per step, as
+// Transformer Engine does: where both go back to the same layout, they are
+// reduce-scattered as one grouped collective here, which the simulator
+// pipelines with the gradient op, instead of each when its producer's
+// backward reads it.
+bool Lowering::ring_returns_key_value_grads(BackwardStep& s, ir::ValueId dk, ir::ValueId dv) {
+  if (spec.train.cp_exchange != ContextParallelExchange::Ring) return false;
+  const ir::Layout& stored = sbp.layouts[s.lop.inputs[1].tensor];
+  if (stored != sbp.layouts[s.lop.inputs[2].tensor] || s.grad_layout_of(1) != s.grad_layout_of(2)) return false;
+  const ir::Layout target = dual_layout(stored);
+  Emit at = s.emit_at(1);
+  at.stream = ir::Stream::Feature;
+  std::vector<ir::ValueId> back = box_group(at, {dk, dv}, s.grad_layout_of(1), target);
+  const ir::LayoutId layout = module_.intern_layout(target);
+  s.give(1, back[0], layout);
+  s.give(2, back[1], layout);
+  return true;
 }
 
 }  // namespace dstc::compiler

@@ -8,6 +8,7 @@
 
 #include "compiler/lowering/all_to_all_overlap.h"
 #include "compiler/lowering/lowering_state.h"
+#include "compiler/lowering/ring_exchange.h"
 #include "compiler/ops/routing_load.h"
 #include "compiler/sbp/signature.h"
 #include "compiler/schedule/schedule_check.h"
@@ -650,7 +651,7 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
         emit_backward_op(at, op, input, saved_outputs_.get(op, mb), grad_output, input_grads, weight_grads);
     for (const GradContribution& c : grads) {
       int32_t t = lop.inputs[c.input].tensor;
-      ir::Layout read = dual_layout(input_layout(op, c.input));
+      ir::Layout read = c.layout != ir::kNoLayout ? module_.layout(c.layout) : dual_layout(input_layout(op, c.input));
       auto [slot, inserted] = pending_grads_[mb].try_emplace(std::make_pair(t, module_.intern_layout(read)), c.grad);
       if (!inserted) slot->second = append(at, ir::OpKind::Add, {slot->second, c.grad}, {}, read);
     }
@@ -809,17 +810,24 @@ ir::Module Lowering::run() {
   if (spec.train.training) {
     for (int32_t s = 0; s < resolved.num_stages; ++s) emit_optimizer(s);
   }
-  if (spec.train.tp_comm_overlap) pipeline_activation_collectives();
+  if (spec.train.cp_exchange == ContextParallelExchange::Ring) group_key_value_gathers(module_, *function_);
+  if (spec.train.tp_comm_overlap || spec.train.cp_exchange == ContextParallelExchange::Ring)
+    pipeline_activation_collectives();
   return std::move(module_);
 }
 
-// Megatron-Core's --tp-comm-overlap (userbuffers): an activation's
-// all-gather whose every reader is a GEMM is exchanged in `chunks` pieces
-// that the GEMMs start on as they arrive, and a GEMM's partial sum read
-// only by a reduce-scatter is scattered piece by piece as the GEMM writes
-// it. Written as the collective's `chunks` (its group size); the
-// simulator pipelines them. Weights gathered by ZeRO-3 are not: FSDP
-// prefetches those whole.
+// Collectives pipelined with the op they feed or follow, written as the
+// collective's `chunks` (its group size) for the simulator:
+// - Megatron-Core's --tp-comm-overlap (userbuffers): an activation's
+//   all-gather whose every reader is a GEMM is exchanged in pieces that the
+//   GEMMs start on as they arrive, and a GEMM's partial sum read only by a
+//   reduce-scatter is scattered piece by piece as the GEMM writes it.
+//   Weights gathered by ZeRO-3 are not: FSDP prefetches those whole.
+// - Ring attention (cp_comm_type = p2p): keys and values gathered for
+//   attention (or its gradient) arrive one shard per ring step while the
+//   shards already there are attended to, and their gradients go back
+//   around the ring as the gradient op produces them. The function is the
+//   all-gather exchange's, so executors and verify see the same program.
 void Lowering::pipeline_activation_collectives() {
   ir::Function& f = *function_;
   std::vector<std::vector<ir::OpId>> readers(f.values.size());
@@ -853,7 +861,12 @@ void Lowering::pipeline_activation_collectives() {
     op.attr_count = static_cast<uint16_t>(attrs.size());
     f.attr_pool.insert(f.attr_pool.end(), attrs.begin(), attrs.end());
   };
-  auto is_gemm = [&](ir::OpId id) { return f.ops[id].kind == ir::OpKind::Einsum; };
+  const bool gemms = spec.train.tp_comm_overlap, ring = spec.train.cp_exchange == ContextParallelExchange::Ring;
+  auto pipelines = [&](ir::OpId id) {
+    ir::OpKind kind = f.ops[id].kind;
+    return (gemms && kind == ir::OpKind::Einsum) ||
+           (ring && (kind == ir::OpKind::Attention || kind == ir::OpKind::AttentionGrad));
+  };
   for (ir::OpId id = 0; id < f.ops.size(); ++id) {
     ir::Op& op = f.ops[id];
     // Activations' exchanges only: gradient reductions (ZeRO's
@@ -861,11 +874,16 @@ void Lowering::pipeline_activation_collectives() {
     if (op.stream != ir::Stream::Feature) continue;
     if (op.kind == ir::OpKind::AllGather) {
       const std::vector<ir::OpId>& r = readers[op.first_result];
-      if (!r.empty() && std::all_of(r.begin(), r.end(), is_gemm) && !from_parameter(f.operands(op)[0])) set_chunks(op);
-    } else if (op.kind == ir::OpKind::ReduceScatter && op.operand_count == 1) {
-      ir::ValueId v = f.operands(op)[0];
-      ir::OpId def = f.values[v].def;
-      if (def != ir::kNone && is_gemm(def) && readers[v].size() == 1) set_chunks(op);
+      if (!r.empty() && std::all_of(r.begin(), r.end(), pipelines) && !from_parameter(f.operands(op)[0]))
+        set_chunks(op);
+    } else if (op.kind == ir::OpKind::ReduceScatter) {
+      // Every operand written by the same op and read by nothing else.
+      std::span<const ir::ValueId> in = f.operands(op);
+      ir::OpId def = f.values[in.front()].def;
+      if (def != ir::kNone && pipelines(def) && std::all_of(in.begin(), in.end(), [&](ir::ValueId v) {
+            return f.values[v].def == def && readers[v].size() == 1;
+          }))
+        set_chunks(op);
     }
   }
 }

@@ -37,6 +37,10 @@ struct Emit {
 struct GradContribution {
   int input = 0;
   ir::ValueId grad = 0;
+  // Where the rule already moved it (ring attention's gradients, sent back
+  // around the ring as one message); kNoLayout: the dual of the layout the
+  // op read the input in.
+  ir::LayoutId layout = ir::kNoLayout;
 };
 
 class Lowering {
@@ -157,7 +161,9 @@ class Lowering {
     ir::ValueId unbroadcast(size_t i, ir::ValueId grad);
     // g replicated back over the dims a reduction removed, in input i's shape.
     ir::ValueId expand(const Emit& e, ir::ValueId grad, size_t i, const std::vector<int32_t>& dims);
-    void give(size_t i, ir::ValueId grad) { result.push_back({static_cast<int>(i), grad}); }
+    void give(size_t i, ir::ValueId grad, ir::LayoutId layout = ir::kNoLayout) {
+      result.push_back({static_cast<int>(i), grad, layout});
+    }
   };
   // One op's forward: its inputs in their layouts, its output's layout.
   struct ForwardStep {
@@ -168,6 +174,7 @@ class Lowering {
     ir::Layout out;
   };
   // The forward lowering and backward rules by op family (<family>_rules.cpp).
+  bool ring_returns_key_value_grads(BackwardStep& s, ir::ValueId dk, ir::ValueId dv);
   ir::ValueId forward_contraction(const ForwardStep& f);
   ir::ValueId forward_elementwise(const ForwardStep& f);
   ir::ValueId forward_normalization(const ForwardStep& f);

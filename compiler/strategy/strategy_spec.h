@@ -76,6 +76,8 @@ struct TrainConfig {
   std::string expert_load;          // a per-expert routing histogram's path; "": the models' skew
   SourceRange expert_load_where;
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
+  ContextParallelExchange cp_exchange = ContextParallelExchange::AllGather;
+  SourceRange cp_exchange_where;
   bool kv_cache = false;  // inference: attention's keys and values kept across steps
   int64_t context = 0;    // positions cached before this step
   double learning_rate = 1e-3;

@@ -24,6 +24,15 @@ enum class Fp8Recipe : uint8_t { None, Tensorwise, Blockwise };
 // `flex` dispatcher with DeepEP or HybridEP).
 enum class MoeDispatcher : uint8_t { AllToAll, Deduplicated };
 
+// How context parallelism moves attention's keys and values between the
+// ranks holding the sequence's shards: AllGather gathers them whole before
+// attention, exposed (Llama 3's, Megatron-Core's `--cp-comm-type
+// all_gather`); Ring passes them shard by shard around the ring while
+// attention computes on the shards already there, and their gradients
+// back the same way (ring attention: Megatron-Core's default `p2p`,
+// Transformer Engine's AttnFuncWithCPAndKVP2P).
+enum class ContextParallelExchange : uint8_t { AllGather, Ring };
+
 // A parameter read on pipeline stages that run on different devices (a tied
 // input embedding and output projection) is either kept on its first stage
 // and sent to the others each step, its gradients sent back (Transmit), or

@@ -596,6 +596,69 @@ func @f {
   EXPECT_LT(both, gemm + (gather + scatter) / 2);
 }
 
+// Ring attention (cp_comm_type = p2p): the keys and values go round the
+// ring as one grouped gather that attention computes on as its pieces
+// arrive, and their gradients come back as one grouped reduce-scatter
+// that starts on the gradient op's first piece. Here attention (0.54
+// GFLOP) outlasts the exchange (2 x 1.5 MiB at 10 GB/s, 0.31 ms), which it
+// hides; gathered one after the other, attention waits for the first.
+TEST(Simulator, RingAttentionHidesItsGroupedExchangesBehindTheBlocks) {
+  auto run = [](std::string_view exchange, bool backward) {
+    std::string text = R"(mesh world[d=4]
+func @f {
+  input %q on world : f32[1, 8, 256, 64]
+  input %ks on world : f32[1, 8, 256, 64]
+  input %vs on world : f32[1, 8, 256, 64]
+  input %dout on world : f32[1, 8, 256, 64]
+  input %kw on world : f32[1, 8, 1024, 64]
+  input %vw on world : f32[1, 8, 1024, 64]
+)";
+    const std::string_view whole = ": f32[1, 8, 1024, 64]", shard = ": f32[1, 8, 256, 64]";
+    auto line = [&](std::string_view results, std::string_view kind, std::string_view operands, std::string_view attrs,
+                    std::string_view types) {
+      text += fmt::format("  {} = {}({}) {{dim = 2{}}} on world over [d] stream feature {}\n", results, kind, operands,
+                          attrs, types);
+    };
+    const std::string_view kind = backward ? "reduce_scatter" : "all_gather";
+    const std::string_view type = backward ? shard : whole;
+    if (backward)
+      text +=
+          "  %dq, %dk, %dv = attention_grad(%dout, %q, %kw, %vw) {causal = false} on world : f32[1, 8, 256, 64], "
+          "f32[1, 8, 1024, 64], f32[1, 8, 1024, 64]\n";
+    const std::string_view k_in = backward ? "%dk" : "%ks", v_in = backward ? "%dv" : "%vs";
+    if (exchange == "grouped") {
+      line("%k, %v", kind, fmt::format("{}, {}", k_in, v_in), ", chunks = 4",
+           fmt::format("{}, {}", type, type.substr(2)));
+    } else {
+      const std::string_view chunks = exchange == "separate" ? ", chunks = 4" : "";
+      line("%k", kind, k_in, chunks, type);
+      line("%v", kind, v_in, chunks, type);
+    }
+    text += backward ? "  return %dq, %k, %v\n}\n"
+                     : "  %o = attention(%q, %k, %v) {causal = false} on world : f32[1, 8, 256, 64]\n  return %o\n}\n";
+    Outcome o = simulate_text(text, test_cluster(1, 4), {}, false);
+    EXPECT_TRUE(o.report) << o.errors;
+    return o.report ? o.report->step_time_s : 0.0;
+  };
+  for (bool backward : {false, true}) {
+    SCOPED_TRACE(backward ? "backward" : "forward");
+    const double blocking = run("blocking", backward), separate = run("separate", backward),
+                 grouped = run("grouped", backward);
+    // One operand's exchange: 3 pieces of 512 KiB at 10 GB/s.
+    const double t = 3.0 * 512 * 1024 / 1e10;
+    if (!backward) {
+      // Blocking, attention waits for both; separately, for the first.
+      EXPECT_NEAR(blocking - grouped, 2 * t, 2e-6);
+      EXPECT_NEAR(separate - grouped, t, 2e-6);
+    } else {
+      // The grouped scatter trails the gradient op by its last piece (2t/4);
+      // separately, the second scatter starts after the first trailed by t/4.
+      EXPECT_NEAR(blocking - grouped, 2 * t - 2 * t / 4, 2e-6);
+      EXPECT_NEAR(separate - grouped, t + t / 4 - 2 * t / 4, 2e-6);
+    }
+  }
+}
+
 TEST(Simulator, TraceEventsAreNamedForTheLayerPassAndMicroBatch) {
   SimOptions options;
   options.record_trace = true;
