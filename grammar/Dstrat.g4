@@ -40,7 +40,7 @@ stmt
   ;
 
 inputStmt  : INPUT ID dimList (':' ID)? ;
-paramStmt  : PARAM ID dimList (':' ID)? ;
+paramStmt  : kind=(PARAM | BUFFER) ID dimList (':' ID)? ;  // a buffer is stored, not trained
 letStmt    : LET ID '=' expr ;
 assignStmt : ID dimList? '=' expr ;
 outputStmt : OUTPUT ID ;
@@ -150,6 +150,7 @@ MODULE    : 'module' ;
 MODEL     : 'model' ;
 INPUT     : 'input' ;
 PARAM     : 'param' ;
+BUFFER    : 'buffer' ;
 LET       : 'let' ;
 OUTPUT    : 'output' ;
 IF        : 'if' ;

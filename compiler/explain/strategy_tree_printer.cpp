@@ -74,7 +74,8 @@ std::string print_strategy_tree(const LogicalGraph& graph, const StrategySpec& s
         for (const Operand& in : op.inputs) used |= in.tensor == t;
       if (!used) continue;
       std::string param = p.name.substr(p.name.find_last_of('.') + 1);
-      out += fmt::format("{}  param {} [{}]", indent, param, layout_text(spec.mesh, compiled.sbp.layouts[t]));
+      out += fmt::format("{}  {} {} [{}]", indent, p.trainable ? "param" : "buffer", param,
+                         layout_text(spec.mesh, compiled.sbp.layouts[t]));
       const ParamMemoryConfig& m = spec.memory[t];
       if (m.grad) out += fmt::format(" grad [{}]", layout_text(spec.mesh, compiled.sbp.grad_layouts[t]));
       if (m.optimizer) out += fmt::format(" optimizer [{}]", layout_text(spec.mesh, compiled.sbp.optimizer_layouts[t]));

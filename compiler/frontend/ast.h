@@ -73,6 +73,7 @@ struct ParamDecl {
 enum class StmtKind {
   Input,   // input name[dims] : dtype
   Param,   // param name[dims] : dtype
+  Buffer,  // buffer name[dims] : dtype (stored with the weights, not trained)
   Let,     // let name = value
   Assign,  // name[dims] = value
   Output,  // output name

@@ -176,7 +176,8 @@ class ModelElaborator {
     for (const Stmt& s : stmts) {
       switch (s.kind) {
         case StmtKind::Input: input(f, s); break;
-        case StmtKind::Param: param(f, s); break;
+        case StmtKind::Param:
+        case StmtKind::Buffer: param(f, s); break;
         case StmtKind::Let: let(f, s); break;
         case StmtKind::Assign: assign(f, s); break;
         case StmtKind::Output: output(f, s); break;
@@ -376,13 +377,15 @@ class ModelElaborator {
   }
 
   void param(Frame& f, const Stmt& s) {
+    const bool buffer = s.kind == StmtKind::Buffer;
     if (f.decl->kind != ComponentKind::Layer) {
       diags_.error(diag::kMisplacedStatement, s.range,
-                   "parameters belong in layers; a module or model gets them from its layers");
+                   buffer ? "buffers belong in layers; a module or model gets them from its layers"
+                          : "parameters belong in layers; a module or model gets them from its layers");
       return;
     }
     if (!declare(f, s.name, s.name_range)) return;
-    std::optional<std::vector<Dim>> dims = sized_dims(f, s.dims, "parameters");
+    std::optional<std::vector<Dim>> dims = sized_dims(f, s.dims, buffer ? "buffers" : "parameters");
     std::optional<DType> dtype = dtype_of(s, DType::F32);
     if (!dims || !dtype || !size_fits(*dims, s.name, s.range)) {
       f.poisoned.insert(s.name);  // its uses would only repeat the error
@@ -390,6 +393,7 @@ class ModelElaborator {
     }
     for (const Dim& d : *dims) f.dim_sizes[d.name] = d.size;
     TensorId id = add_tensor(f.node, s.name, *dims, *dtype, TensorRole::Param, s.range);
+    model_.tensors[id].trainable = !buffer;
     model_.nodes[f.node].params.push_back(id);
     f.tensors[s.name] = {id, *dims, s.name_range};
   }

@@ -267,9 +267,12 @@ class Printer {
     switch (s.kind) {
       case StmtKind::Input:
       case StmtKind::Param:
+      case StmtKind::Buffer:
         emit(indent,
-             std::string(s.kind == StmtKind::Input ? "input " : "param ") + s.name + dims(s.dims) +
-                 (s.dtype.empty() ? "" : " : " + s.dtype),
+             std::string(s.kind == StmtKind::Input   ? "input "
+                         : s.kind == StmtKind::Param ? "param "
+                                                     : "buffer ") +
+                 s.name + dims(s.dims) + (s.dtype.empty() ? "" : " : " + s.dtype),
              s.range);
         break;
       case StmtKind::Let: emit(indent, "let " + s.name + " = " + expr(*s.value), s.range); break;

@@ -40,6 +40,7 @@ struct Tensor {
   std::vector<Dim> dims;  // named by the op or declaration that made it
   DType dtype = DType::F32;
   TensorRole role = TensorRole::Activation;
+  bool trainable = true;  // Param: false for a buffer (stored, never updated)
   OpId producer = kNone;  // Activation only
   NodeId node = kNone;    // the node that declares it (root for inputs)
   SourceRange range;

@@ -126,7 +126,7 @@ class SyntaxErrorListener : public antlr4::BaseErrorListener {
         }
         names.push_back(lit);
       }
-      if (!names.empty() && names.size() <= 8) {
+      if (!names.empty() && names.size() <= 10) {
         message += "; expected ";
         for (size_t i = 0; i < names.size(); ++i) {
           message += i == 0 ? "" : i + 1 == names.size() ? " or " : ", ";
@@ -251,7 +251,7 @@ class AstBuilder {
         s.dtype_range = range(in->ID(1));
       }
     } else if (auto* param = ctx->paramStmt()) {
-      s.kind = StmtKind::Param;
+      s.kind = param->kind->getType() == P::BUFFER ? StmtKind::Buffer : StmtKind::Param;
       named(s, param->ID(0));
       s.has_dims = true;
       s.dims = dims(param->dimList(), 0);

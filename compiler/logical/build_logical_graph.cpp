@@ -91,6 +91,7 @@ class LogicalGraphBuilder {
       out.kind = t.role == frontend::TensorRole::Param   ? TensorKind::Param
                  : t.role == frontend::TensorRole::Input ? TensorKind::Input
                                                          : TensorKind::Activation;
+      out.trainable = t.trainable;
       out.node = t.node;
       out.where = t.range;
       if (out.kind == TensorKind::Input) {

@@ -37,6 +37,7 @@ struct Tensor {
   int32_t slots_axis = -1;
   int32_t experts_axis = -1;
   int32_t router = -1;
+  bool trainable = true;  // Param: false for a buffer, stored but given no gradient or optimizer state
 
   int64_t numel() const;
 };

@@ -131,7 +131,8 @@ Lowering::Lowering(const LogicalGraph& g, const StrategySpec& s, const SbpAssign
   // A tensor needs a gradient when a parameter flows into it.
   requires_grad_.assign(graph.tensors.size(), false);
   if (spec.train.training) {
-    for (size_t t = 0; t < graph.tensors.size(); ++t) requires_grad_[t] = graph.tensors[t].kind == TensorKind::Param;
+    for (size_t t = 0; t < graph.tensors.size(); ++t)
+      requires_grad_[t] = graph.tensors[t].kind == TensorKind::Param && graph.tensors[t].trainable;
     for (const LogicalOp& op : graph.ops)
       for (const Operand& in : op.inputs)
         if (requires_grad_[in.tensor]) requires_grad_[op.output] = true;

@@ -49,13 +49,15 @@ void Lowering::create_parameters() {
       ParamCopy copy;
       copy.devices = stage_devices_[stage];
       copy.stages = {stage};
-      copy.stored = copies.empty() || spec.memory[t].sharing == ParamSharing::Replicate;
+      // A buffer has no gradient to bring back: each stage stores its own.
+      copy.stored = copies.empty() || spec.memory[t].sharing == ParamSharing::Replicate || !tensor.trainable;
       copies.push_back(copy);
     }
     for (ParamCopy& copy : copies) {
       if (!copy.stored) continue;
       std::string name = &copy == &copies.front() ? tensor.name : ir::replica_name(tensor.name, copy.stages.front());
       copy.value = add_stored_arg(name, ir::ArgKind::Param, t, param_layout(t), stored, copy.devices);
+      if (!tensor.trainable) continue;
       ir::Layout state = optimizer_layout(t);
       if (master)
         copy.master = add_stored_arg(ir::master_name(name), ir::ArgKind::State, t, state, state_dtype, copy.devices);

@@ -5,7 +5,7 @@ if exists("b:current_syntax")
 endif
 
 syn keyword dstratDecl import layer module model strategy search
-syn keyword dstratKeyword input param let output if else repeat for on mesh train inference schedule pipeline over default compute memory tie use vary in where try
+syn keyword dstratKeyword input param buffer let output if else repeat for on mesh train inference schedule pipeline over default compute memory tie use vary in where try
 syn keyword dstratOperator and or not
 syn keyword dstratConstant true false
 syn match dstratConstant "\<1f1b\>"

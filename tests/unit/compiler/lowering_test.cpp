@@ -92,6 +92,34 @@ TEST(Lowering, DataParallelAllReducesExactlyTheParameterBytes) {
   EXPECT_EQ(select(m, {ir::OpKind::Accumulate}).size(), 4u);
 }
 
+TEST(Lowering, ABufferIsStoredButGetsNoGradientReductionOrOptimizerState) {
+  // A parameter declared `buffer` (a rotary table, a mask): read as a
+  // weight, but nothing flows back into it, so the data-parallel step
+  // reduces only the trainable weights and updates only them.
+  auto mlp = make_mlp(3, 32, 64, 8);
+  auto param = std::find_if(mlp.graph.tensors.begin(), mlp.graph.tensors.end(),
+                            [](const Tensor& t) { return t.kind == TensorKind::Param; });
+  ASSERT_NE(param, mlp.graph.tensors.end());
+  Tensor& frozen = *param;
+  frozen.trainable = false;
+  StrategySpec spec = make_spec(mlp.graph, {{"dp", 4}}, 32, 2);
+  set_default(spec, 0, S("b"));
+  auto c = compile(mlp.graph, spec);
+  const ir::Module& m = c->result->module;
+  double reduced = 0;
+  for (const ir::Op* op : select(m, {ir::OpKind::AllReduce, 0})) reduced += operand_bytes(m, *op);
+  EXPECT_DOUBLE_EQ(reduced, param_bytes(mlp.graph) - static_cast<double>(frozen.numel()) * 4);
+  const auto params = std::count_if(mlp.graph.tensors.begin(), mlp.graph.tensors.end(),
+                                    [](const Tensor& t) { return t.kind == TensorKind::Param; });
+  EXPECT_EQ(select(m, {ir::OpKind::Adam}).size(), static_cast<size_t>(params - 1));
+  std::vector<std::string> stored;
+  for (const ir::Arg& a : c->f().args) {
+    std::string name(m.value_name(c->f(), a.value));
+    if (name.rfind(frozen.name, 0) == 0) stored.push_back(name + (a.kind == ir::ArgKind::Param ? " param" : " other"));
+  }
+  EXPECT_EQ(stored, std::vector<std::string>{frozen.name + " param"});
+}
+
 StrategySpec megatron(const Gpt& gpt, int dp, int tp, int64_t batch, int32_t micro = 1) {
   StrategySpec spec = make_spec(gpt.graph, {{"dp", dp}, {"tp", tp}}, batch, micro);
   set_default(spec, 0, S("b"));
