@@ -360,8 +360,11 @@ class StrategyElaborator {
     std::string list;
     for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
     if (v.type == ValueType::Symbol && std::find(allowed.begin(), allowed.end(), v.s) != allowed.end()) return v.s;
-    diags_.error(diag::kBadConfig, e.value->range,
-                 fmt::format("{} must be one of {}, not {}", e.key, list, to_string(v)));
+    auto error = diags_.error(diag::kBadConfig, e.value->range,
+                              fmt::format("{} must be one of {}, not {}", e.key, list, to_string(v)));
+    if (v.type == ValueType::Symbol)
+      if (std::optional<std::string> meant = closest_spelling(v.s, allowed))
+        error.note(fmt::format("did you mean '{}'?", *meant));
     return {};
   }
 
