@@ -102,11 +102,23 @@ using Layout = boost::container::static_vector<Sbp, kMaxMeshAxes>;
 // Elements of each of `parts` S(flat) chunks of `numel` elements.
 inline int64_t flat_chunk(int64_t numel, int64_t parts) { return parts < 1 ? numel : (numel + parts - 1) / parts; }
 
-// The mesh axis a layout flattens over, or -1.
+// The first mesh axis a layout flattens over, or -1.
 inline int flat_axis(const Layout& layout) {
   for (size_t a = 0; a < layout.size(); ++a)
     if (layout[a].kind == Sbp::Flat) return static_cast<int>(a);
   return -1;
+}
+
+// The mesh axes a layout flattens over, as bits. Over several axes the
+// block is cut once into as many chunks as their devices, chunk k on the
+// device whose coordinates on them, earlier axes more significant, read k
+// (the order of a collective's group over those axes): Megatron-Core's
+// distributed optimizer over data and context parallelism together.
+inline uint32_t flat_axes(const Layout& layout) {
+  uint32_t bits = 0;
+  for (size_t a = 0; a < layout.size(); ++a)
+    if (layout[a].kind == Sbp::Flat) bits |= 1u << a;
+  return bits;
 }
 
 }  // namespace dstc::ir

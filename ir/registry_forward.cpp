@@ -429,7 +429,9 @@ bool slice_shape(const OpContext& ctx, Types& out, std::string& error) {
 // This device's chunk of `parts` along `dim`, picked by its coordinate on
 // mesh axis `axis` (B -> S boxing).
 // flat = true: this device's chunk of the flattened, zero-padded tensor
-// (B -> S(flat) boxing).
+// (B -> S(flat) boxing); `span` (bits, 0: `axis` alone): the mesh axes it
+// flattens over, the chunk picked by the device's coordinates on them,
+// earlier axes more significant.
 bool shard_shape(const OpContext& ctx, Types& out, std::string& error) {
   TensorType r = ctx.operands[0];
   if (ctx.attrs.boolean("flat")) {
@@ -713,10 +715,10 @@ void add_forward_ops(std::vector<OpInfo>& t) {
   t.push_back(make_op(OpKind::Fill, 0, 0, 1,
                       {required("shape", AttrType::IntList), string_attr("dtype", "f32"), float_attr("value", 0)},
                       fill_shape, no_flops));
-  t.push_back(make_op(
-      OpKind::Shard, 1, 1, 1,
-      {int_attr("dim", 0), required("parts", AttrType::Int), required("axis", AttrType::Int), bool_attr("flat", false)},
-      shard_shape, no_flops));
+  t.push_back(make_op(OpKind::Shard, 1, 1, 1,
+                      {int_attr("dim", 0), required("parts", AttrType::Int), required("axis", AttrType::Int),
+                       bool_attr("flat", false), int_attr("span", 0)},
+                      shard_shape, no_flops));
   t.push_back(
       make_op(OpKind::Unshard, 1, 1, 1,
               {required("dim", AttrType::Int), required("parts", AttrType::Int), required("axis", AttrType::Int)},

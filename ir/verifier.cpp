@@ -63,7 +63,9 @@ class Verifier {
                            layout[a].dim, to_string(logical), parts);
       block /= parts;
     }
-    const int64_t parts = m_.axis_range(value.devices, flat_axis(layout)).size();
+    int64_t parts = 1;
+    for (size_t a = 0; a < layout.size(); ++a)
+      if (layout[a].kind == Sbp::Flat) parts *= m_.axis_range(value.devices, static_cast<int>(a)).size();
     const int64_t chunk = flat_chunk(block, parts);
     if (t.rank != 1 || t.dims[0] != chunk)
       return fmt::format("a {}-way flat chunk of {} elements holds {}, not {}", parts, block, chunk, to_string(t));
@@ -83,16 +85,12 @@ class Verifier {
       problem = fmt::format("layout has {} entries for a mesh of {} axes", layout.size(), m_.mesh().axis_count());
     } else {
       const TensorType& t = m_.type(value.type);
-      int flat_axes = 0;
       for (size_t a = 0; a < layout.size(); ++a) {
-        flat_axes += layout[a].kind == Sbp::Flat;
         if (layout[a].kind == Sbp::Split && layout[a].dim >= t.rank && flat < 0)
           problem = fmt::format("layout {} splits dimension {} of {}, which has rank {}",
                                 print_layout(m_, value.layout), layout[a].dim, to_string(t), t.rank);
       }
-      if (flat_axes > 1)
-        problem = fmt::format("layout {} flattens over more than one axis", print_layout(m_, value.layout));
-      if (problem.empty() && flat_axes == 1) problem = flat_problem(value, layout, t);
+      if (problem.empty() && flat >= 0) problem = flat_problem(value, layout, t);
     }
     if (problem.empty()) return;
     SourceRange where = f.value_range(v);

@@ -90,7 +90,9 @@ DevicePlacement place_on_device(const ir::Module& module, ir::DeviceSetId set, c
         (s.kind == ir::Sbp::PartialSum ? p.sum_axes : p.max_axes) |= 1u << a;
         p.first_on_partial &= coord == 0;
         break;
-      case ir::Sbp::Flat: p.flat_index = coord; break;
+      case ir::Sbp::Flat:  // over several axes, earlier ones more significant
+        p.flat_index = std::max<int64_t>(p.flat_index, 0) * span.extent + coord;
+        break;
     }
   }
   if (flat >= 0) {

@@ -11,7 +11,15 @@ int64_t first_row(const DeviceContext& ctx, const ir::AttrReader& attrs, int64_t
 }
 
 int32_t axis_coord(const DeviceContext& ctx, const ir::AttrReader& attrs) {
-  return ctx.module.mesh().coord(ctx.rank, static_cast<int>(attrs.integer("axis")));
+  const auto span = attrs.has("span") ? static_cast<uint32_t>(attrs.integer("span")) : 0u;
+  if (span == 0) return ctx.module.mesh().coord(ctx.rank, static_cast<int>(attrs.integer("axis")));
+  int32_t index = 0;
+  for (int a = 0; a < ctx.module.mesh().axis_count(); ++a) {
+    if (!((span >> a) & 1u)) continue;
+    const ir::AxisRange range = ctx.module.axis_range(ctx.op.devices, a);
+    index = index * static_cast<int32_t>(range.size()) + ctx.module.mesh().coord(ctx.rank, a) - range.begin;
+  }
+  return index;
 }
 
 namespace {

@@ -21,7 +21,8 @@ int normalized(int64_t dim, int rank);
 // `offset_axis` times its rows.
 int64_t first_row(const DeviceContext& ctx, const ir::AttrReader& attrs, int64_t rows);
 
-// The device's coordinate on the mesh axis the op's `axis` attribute names.
+// The device's coordinate on the mesh axis the op's `axis` attribute names;
+// for a flat shard over several axes (`span`), its chunk's index.
 int32_t axis_coord(const DeviceContext& ctx, const ir::AttrReader& attrs);
 
 // Where the op's first result, or its operand i, of `shape` on this device

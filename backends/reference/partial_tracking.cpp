@@ -277,8 +277,10 @@ PartialInference infer_partial(const ir::Module& module, const ir::Function& f, 
     }
   }
   if (op.kind == OpKind::Shard || op.kind == OpKind::Unshard || op.kind == OpKind::Partialize) {
-    int64_t axis = ir::AttrReader(module, f, op).integer("axis");
+    ir::AttrReader attrs(module, f, op);
+    int64_t axis = attrs.integer("axis");
     uint32_t bit = axis >= 0 && axis < 32 ? 1u << axis : 0;
+    if (attrs.has("span") && attrs.integer("span") != 0) bit = static_cast<uint32_t>(attrs.integer("span"));
     if (operands[0].sum & bit)
       return fail(fmt::format("{} on mesh axis {} reads {}, which is already partial there", ir::op_name(op.kind),
                               axis_names(mesh, bit), name(0)));

@@ -877,10 +877,6 @@ class StrategyElaborator {
                        "splits a named dim");
           return std::nullopt;
         }
-        if (std::any_of(out.begin(), out.end(), [](const Sbp& x) { return x.kind == ir::Sbp::Flat; })) {
-          diags_.error(diag::kBadSbp, a.arg_range, "only one mesh axis can flatten a tensor");
-          return std::nullopt;
-        }
         s.kind = ir::Sbp::Flat;
       } else if (a.kind == "S" && a.has_arg) {
         s.kind = ir::Sbp::Split;

@@ -192,10 +192,12 @@ ir::TensorType Lowering::local_type(int32_t tensor, const ir::Layout& layout, ir
   if (t.batch_axis >= 0) dims[t.batch_axis] /= resolved.batch_splits;
   for (size_t a = 0; a < layout.size(); ++a)
     if (layout[a].kind == ir::Sbp::Split) dims[layout[a].dim] /= spec.mesh.axes()[a].size;
-  if (int flat = ir::flat_axis(layout); flat >= 0) {
-    int64_t block = 1;
+  if (ir::flat_axis(layout) >= 0) {
+    int64_t block = 1, parts = 1;
     for (int64_t d : dims) block *= d;
-    return ir::TensorType(dtype, {ir::flat_chunk(block, spec.mesh.axes()[flat].size)});
+    for (size_t a = 0; a < layout.size(); ++a)
+      if (layout[a].kind == ir::Sbp::Flat) parts *= spec.mesh.axes()[a].size;
+    return ir::TensorType(dtype, {ir::flat_chunk(block, parts)});
   }
   return ir::TensorType(dtype, dims);
 }
@@ -362,7 +364,8 @@ std::vector<ir::ValueId> Lowering::emit_boxing_step(const Emit& at, const AxisTr
   const bool max = current[step.axis].kind == ir::Sbp::PartialMax;
   // reduce_scatter and shard: into S(to_dim) or flat chunks.
   auto split_to_target = [&] {
-    next[step.axis] = step.flat ? ir::Sbp{ir::Sbp::Flat, 0} : split(step.to_dim);
+    for (size_t a = 0; a < next.size(); ++a)
+      if ((step_axes(step) >> a) & 1u) next[a] = step.flat ? ir::Sbp{ir::Sbp::Flat, 0} : split(step.to_dim);
     if (step.flat)
       attrs.push_back(ir::AttrValue::boolean("flat", true));
     else
@@ -370,7 +373,8 @@ std::vector<ir::ValueId> Lowering::emit_boxing_step(const Emit& at, const AxisTr
   };
   switch (step.op) {
     case ir::OpKind::AllGather:
-      next[step.axis] = kBroadcast;
+      for (size_t a = 0; a < next.size(); ++a)
+        if ((step_axes(step) >> a) & 1u) next[a] = kBroadcast;
       if (step.flat) {
         block = block_dims(values.front(), next);
         attrs.push_back(ir::AttrValue::boolean("flat", true));
@@ -408,8 +412,9 @@ std::vector<ir::ValueId> Lowering::emit_boxing_step(const Emit& at, const AxisTr
       break;
     case ir::OpKind::Shard:
       split_to_target();
-      attrs.push_back(ir::AttrValue::integer("parts", spec.mesh.axes()[step.axis].size));
+      attrs.push_back(ir::AttrValue::integer("parts", step_group_size(step, spec.mesh)));
       attrs.push_back(ir::AttrValue::integer("axis", step.axis));
+      if (step.span != 0) attrs.push_back(ir::AttrValue::integer("span", step.span));
       break;
     case ir::OpKind::Unshard:
       next[step.axis] = kPartial;

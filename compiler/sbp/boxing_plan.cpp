@@ -212,39 +212,52 @@ std::vector<AxisTransfer> plan_blocks(const ir::Layout& from, const ir::Layout& 
 
 std::vector<AxisTransfer> plan_boxing(const ir::Layout& from, const ir::Layout& to) {
   if (from == to) return {};
-  const int gather = ir::flat_axis(from), flat = ir::flat_axis(to);
+  // The axes each side flattens over: gathered and flattened in one step
+  // each, however many (one collective over all of them).
+  const uint32_t gather = ir::flat_axes(from), flat = ir::flat_axes(to);
+  auto first_axis = [](uint32_t bits) { return bits == 0 ? 0 : std::countr_zero(bits); };
+  auto span_of = [](uint32_t bits) { return std::popcount(bits) > 1 ? bits : 0u; };
   ir::Layout block_from = from, block_to = to;
-  if (gather >= 0) block_from[gather] = ir::Sbp{};
-  // A P or B on the axis to flatten stays through the block's plan and
-  // becomes one reduce_scatter or shard.
-  if (flat >= 0) {
-    const ir::Sbp before = block_from[flat];
-    bool partial = before.kind == ir::Sbp::PartialSum || before.kind == ir::Sbp::PartialMax;
-    block_to[flat] = partial ? before : ir::Sbp{};
+  for (size_t a = 0; a < from.size(); ++a)
+    if ((gather >> a) & 1u) block_from[a] = ir::Sbp{};
+  // A P or B on the axes to flatten stays through the block's plan and
+  // becomes one reduce_scatter or shard; where they mix, the B axes are
+  // partialized first and all reduce-scattered together.
+  bool partial = false, whole = false;
+  for (size_t a = 0; a < to.size(); ++a) {
+    if (!((flat >> a) & 1u)) continue;
+    const ir::Sbp::Kind kind = block_from[a].kind;
+    (kind == ir::Sbp::PartialSum || kind == ir::Sbp::PartialMax ? partial : whole) = true;
+  }
+  const bool mixed = partial && whole;
+  for (size_t a = 0; a < to.size(); ++a) {
+    if (!((flat >> a) & 1u)) continue;
+    const ir::Sbp before = block_from[a];
+    const bool p = before.kind == ir::Sbp::PartialSum || before.kind == ir::Sbp::PartialMax;
+    block_to[a] = p ? before : mixed ? ir::Sbp{ir::Sbp::PartialSum, 0} : ir::Sbp{};
   }
   std::vector<AxisTransfer> middle = plan_blocks(block_from, block_to);
-  const AxisTransfer gather_step{ir::OpKind::AllGather, gather, -1, -1, true};
+  const AxisTransfer gather_step{ir::OpKind::AllGather, first_axis(gather), -1, -1, true, span_of(gather)};
   const AxisTransfer flatten_step{
-      block_to[flat < 0 ? 0 : flat].kind == ir::Sbp::Broadcast ? ir::OpKind::Shard : ir::OpKind::ReduceScatter, flat,
-      -1, -1, true};
+      partial ? ir::OpKind::ReduceScatter : ir::OpKind::Shard, first_axis(flat), -1, -1, true, span_of(flat)};
   // All-reduces and partializes act elementwise, on a flat chunk as on the
   // block: they run between flattening first and gathering last, so they
   // move the chunk (HSDP's cross-node all-reduce of the shard).
-  bool elementwise = std::all_of(middle.begin(), middle.end(), [](const AxisTransfer& t) {
+  bool elementwise = !mixed && std::all_of(middle.begin(), middle.end(), [](const AxisTransfer& t) {
     return t.op == ir::OpKind::AllReduce || t.op == ir::OpKind::Partialize;
   });
-  if (gather >= 0 && gather == flat && elementwise) return middle;
+  if (gather != 0 && gather == flat && elementwise) return middle;
   std::vector<AxisTransfer> plan;
-  if (elementwise && (gather < 0 || flat < 0)) {
-    if (flat >= 0) plan.push_back(flatten_step);
+  if (elementwise && (gather == 0 || flat == 0)) {
+    if (flat != 0) plan.push_back(flatten_step);
     plan.insert(plan.end(), middle.begin(), middle.end());
-    if (gather >= 0) plan.push_back(gather_step);
+    if (gather != 0) plan.push_back(gather_step);
     return plan;
   }
   // Otherwise the block's steps need the whole block: gather first, flatten last.
-  if (gather >= 0) plan.push_back(gather_step);
+  if (gather != 0) plan.push_back(gather_step);
   plan.insert(plan.end(), middle.begin(), middle.end());
-  if (flat >= 0) plan.push_back(flatten_step);
+  if (flat != 0) plan.push_back(flatten_step);
   return plan;
 }
 

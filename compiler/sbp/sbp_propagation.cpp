@@ -187,8 +187,8 @@ struct Propagator {
 
   // One device along the axis holds the whole block: no chunk to flatten.
   ir::Layout without_single_flat(ir::Layout layout) const {
-    int a = ir::flat_axis(layout);
-    if (a >= 0 && spec.mesh.axes()[a].size == 1) layout[a] = ir::Sbp{};
+    for (size_t a = 0; a < layout.size(); ++a)
+      if (layout[a].kind == ir::Sbp::Flat && spec.mesh.axes()[a].size == 1) layout[a] = ir::Sbp{};
     return layout;
   }
 

@@ -223,5 +223,18 @@ TEST(BoxingPlan, AllReducesRunOnFlatChunks) {
   EXPECT_EQ(steps(plan_boxing({P, F}, {B, B})), "all_reduce@0 all_gather(flat)@1 ");
 }
 
+// Flat over several axes (Megatron-Core's distributed optimizer over data
+// and context parallelism): one collective over all of them each way, so
+// the gradient is reduce-scattered once over the dp-cp group; a B axis
+// among P ones is partialized first, so the reduction counts it once.
+TEST(BoxingPlan, FlatOverSeveralAxesIsOneCollectiveOverAllOfThem) {
+  EXPECT_EQ(steps(plan_boxing({P, P, S(0)}, {F, F, S(0)})), "reduce_scatter(flat)@0+1 ");
+  EXPECT_EQ(steps(plan_boxing({F, F, S(0)}, {B, B, S(0)})), "all_gather(flat)@0+1 ");
+  EXPECT_EQ(steps(plan_boxing({B, B, S(0)}, {F, F, S(0)})), "shard(flat)@0+1 ");
+  EXPECT_EQ(steps(plan_boxing({P, B}, {F, F})), "partialize@1 reduce_scatter(flat)@0+1 ");
+  // Flattening over one more axis gathers the chunks and cuts them again.
+  EXPECT_EQ(steps(plan_boxing({F, B}, {F, F})), "all_gather(flat)@0 shard(flat)@0+1 ");
+}
+
 }  // namespace
 }  // namespace dstc::compiler
