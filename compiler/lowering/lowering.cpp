@@ -525,6 +525,31 @@ ir::ValueId Lowering::op_input(const Emit& at, int32_t op, size_t i, bool recomp
   return box(boxing, param_value(t, at), param_layout(t), input_layout(op, i), false);
 }
 
+// Ring attention's keys and values (inputs 1 and 2 of an attention) boxed
+// together, step by step, so that their gathers sit side by side and
+// become one exchange (group_key_value_gathers), also when another step
+// comes first (Ulysses' all-to-all inside a node under hierarchical
+// context parallelism, Megatron-Core's a2a+p2p).
+bool Lowering::boxes_keys_with_values(int32_t op, size_t i) const {
+  const LogicalOp& lop = graph.ops[op];
+  if (spec.train.cp_exchange != ContextParallelExchange::Ring || lop.type != ops::OpKind::Attention || i != 1 ||
+      fp8_op(op))
+    return false;
+  const int32_t k = lop.inputs[1].tensor, v = lop.inputs[2].tensor;
+  return k != v && graph.tensors[k].kind == TensorKind::Activation && graph.tensors[v].kind == TensorKind::Activation &&
+         sbp.layouts[k] == sbp.layouts[v] && input_layout(op, 1) == input_layout(op, 2) &&
+         gathers(sbp.layouts[k], input_layout(op, 1));
+}
+
+std::vector<ir::ValueId> Lowering::key_value_inputs(const Emit& at, int32_t op, bool recompute) {
+  const LogicalOp& lop = graph.ops[op];
+  Emit boxing = at;
+  boxing.stream = ir::Stream::Feature;
+  std::vector<ir::ValueId> stored{input_value(lop.inputs[1].tensor, at.micro_batch, at.stage, recompute),
+                                  input_value(lop.inputs[2].tensor, at.micro_batch, at.stage, recompute)};
+  return box_group(boxing, stored, sbp.layouts[lop.inputs[1].tensor], input_layout(op, 1));
+}
+
 // --- blocks ---
 
 void Lowering::emit_forward_block(int32_t stage, int32_t mb, bool recompute, int32_t unit) {
@@ -534,9 +559,16 @@ void Lowering::emit_forward_block(int32_t stage, int32_t mb, bool recompute, int
     Emit at{stage, mb, recompute ? ir::Phase::Recompute : ir::Phase::Forward, ir::Stream::Compute, lop.where, lop.node};
     std::vector<ir::ValueId> inputs;
     for (size_t i = 0; i < lop.inputs.size(); ++i) {
-      inputs.push_back(op_input(at, op, i, recompute));
-      saved_inputs_.at(static_cast<int32_t>(input_base_[op] + i), mb) = inputs.back();
+      if (boxes_keys_with_values(op, i)) {
+        std::vector<ir::ValueId> kv = key_value_inputs(at, op, recompute);
+        inputs.insert(inputs.end(), kv.begin(), kv.end());
+        ++i;  // the values came with the keys
+      } else {
+        inputs.push_back(op_input(at, op, i, recompute));
+      }
     }
+    for (size_t i = 0; i < inputs.size(); ++i)
+      saved_inputs_.at(static_cast<int32_t>(input_base_[op] + i), mb) = inputs[i];
     Emit op_at = at;
     op_at.fill = slots_fill(lop.output, output_layout(op));
     ir::ValueId out = emit_forward_op(op_at, op, inputs);
@@ -638,6 +670,12 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
       // shard it is stored as and gathered again here, as Megatron does:
       // the step holds 1/t of it between forward and backward.
       if (resolved.recompute_unit[op] < 0 && gathers(sbp.layouts[t], input_layout(op, i))) {
+        if (size_t keys = i == 2 ? 1 : i; boxes_keys_with_values(op, keys)) {
+          std::vector<ir::ValueId> kv = key_value_inputs(at, op, false);
+          inputs[keys] = kv[0];
+          inputs[keys + 1] = kv[1];
+          return inputs[i];
+        }
         ir::ValueId stored = input_value(t, mb, stage, false);
         // An FP8 op gathers its e4m3 copy (its own key: bit 63).
         uint64_t key = (static_cast<uint64_t>(stored) << 32) | module_.intern_layout(input_layout(op, i)) |

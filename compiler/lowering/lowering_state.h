@@ -175,6 +175,8 @@ class Lowering {
   };
   // The forward lowering and backward rules by op family (<family>_rules.cpp).
   bool ring_returns_key_value_grads(BackwardStep& s, ir::ValueId dk, ir::ValueId dv);
+  bool boxes_keys_with_values(int32_t op, size_t i) const;
+  std::vector<ir::ValueId> key_value_inputs(const Emit& at, int32_t op, bool recompute);
   ir::ValueId forward_contraction(const ForwardStep& f);
   ir::ValueId forward_elementwise(const ForwardStep& f);
   ir::ValueId forward_normalization(const ForwardStep& f);

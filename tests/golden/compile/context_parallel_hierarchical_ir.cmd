@@ -1,0 +1,1 @@
+compile tests/golden/verify/context_parallel_hierarchical.dstrat --emit ir -D layers=1
