@@ -8,7 +8,6 @@
 
 #include "compiler/lowering/all_to_all_overlap.h"
 #include "compiler/lowering/lowering_state.h"
-#include "compiler/lowering/ring_exchange.h"
 #include "compiler/ops/routing_load.h"
 #include "compiler/sbp/signature.h"
 #include "compiler/schedule/schedule_check.h"
@@ -337,12 +336,14 @@ ir::ValueId Lowering::box(const Emit& at, ir::ValueId value, const ir::Layout fr
 }
 
 std::vector<ir::ValueId> Lowering::box_group(const Emit& at, std::vector<ir::ValueId> values, const ir::Layout from,
-                                             const ir::Layout to) {
+                                             const ir::Layout to, bool gather_together) {
   ir::Layout current = from;
   for (const AxisTransfer& step : plan_boxing(from, to)) {
     if (step_group_size(step, spec.mesh) == 1) continue;
-    // Reductions run as one grouped collective; other steps one per value.
-    bool grouped = step.op == ir::OpKind::AllReduce || step.op == ir::OpKind::ReduceScatter;
+    // Reductions run as one grouped collective, and all-gathers where asked
+    // to; other steps one per value.
+    bool grouped = step.op == ir::OpKind::AllReduce || step.op == ir::OpKind::ReduceScatter ||
+                   (gather_together && step.op == ir::OpKind::AllGather && !step.flat);
     if (grouped) {
       values = emit_boxing_step(at, step, values, current);
       continue;
@@ -526,10 +527,10 @@ ir::ValueId Lowering::op_input(const Emit& at, int32_t op, size_t i, bool recomp
 }
 
 // Ring attention's keys and values (inputs 1 and 2 of an attention) boxed
-// together, step by step, so that their gathers sit side by side and
-// become one exchange (group_key_value_gathers), also when another step
-// comes first (Ulysses' all-to-all inside a node under hierarchical
-// context parallelism, Megatron-Core's a2a+p2p).
+// together, their gathers one grouped exchange (Transformer Engine sends
+// them as one message), also when another step comes first (Ulysses'
+// all-to-all inside a node under hierarchical context parallelism,
+// Megatron-Core's a2a+p2p).
 bool Lowering::boxes_keys_with_values(int32_t op, size_t i) const {
   const LogicalOp& lop = graph.ops[op];
   if (spec.train.cp_exchange != ContextParallelExchange::Ring || lop.type != ops::OpKind::Attention || i != 1 ||
@@ -547,7 +548,7 @@ std::vector<ir::ValueId> Lowering::key_value_inputs(const Emit& at, int32_t op, 
   boxing.stream = ir::Stream::Feature;
   std::vector<ir::ValueId> stored{input_value(lop.inputs[1].tensor, at.micro_batch, at.stage, recompute),
                                   input_value(lop.inputs[2].tensor, at.micro_batch, at.stage, recompute)};
-  return box_group(boxing, stored, sbp.layouts[lop.inputs[1].tensor], input_layout(op, 1));
+  return box_group(boxing, stored, sbp.layouts[lop.inputs[1].tensor], input_layout(op, 1), true);
 }
 
 // --- blocks ---
@@ -854,7 +855,6 @@ ir::Module Lowering::run() {
   if (spec.train.training) {
     for (int32_t s = 0; s < resolved.num_stages; ++s) emit_optimizer(s);
   }
-  if (spec.train.cp_exchange == ContextParallelExchange::Ring) group_key_value_gathers(module_, *function_);
   if (spec.train.tp_comm_overlap || spec.train.cp_exchange == ContextParallelExchange::Ring)
     pipeline_activation_collectives();
   return std::move(module_);

@@ -86,7 +86,8 @@ class Lowering {
   ir::ValueId broadcast_operand(const Emit& at, int32_t op, size_t i, ir::ValueId full, ir::ValueId v);
   // Boxes values of one layout together: each reduction step is one
   // grouped collective over all of them (a gradient bucket).
-  std::vector<ir::ValueId> box_group(const Emit& at, std::vector<ir::ValueId> values, ir::Layout from, ir::Layout to);
+  std::vector<ir::ValueId> box_group(const Emit& at, std::vector<ir::ValueId> values, ir::Layout from, ir::Layout to,
+                                     bool gather_together = false);
   // One step of a boxing plan on `values` (laid out `current`, updated).
   std::vector<ir::ValueId> emit_boxing_step(const Emit& at, const AxisTransfer& step,
                                             std::span<const ir::ValueId> values, ir::Layout& current);
