@@ -1,5 +1,7 @@
 #include "compiler/compile_strategy.h"
 
+#include <fmt/format.h>
+
 #include "ir/source/diagnostic_kinds.h"
 
 namespace dstc::compiler {
@@ -18,6 +20,50 @@ bool gathers_keys_for_context_parallelism(const LogicalGraph& graph, const SbpAs
   return false;
 }
 
+// memory(cache) splits the positions of a KV cache over axes where every
+// rank reads the step's keys whole and its queries are not cut along the
+// sequence: each rank then attends over its shard and the shards' states
+// merge (decode context parallelism).
+bool caches_fit_their_attention(const LogicalGraph& graph, const StrategySpec& spec, const SbpAssignment& sbp,
+                                DiagnosticEngine& diags) {
+  for (size_t op = 0; op < graph.ops.size(); ++op) {
+    const LogicalOp& attention = graph.ops[op];
+    if (attention.type != ops::OpKind::Attention) continue;
+    const std::optional<TensorLayoutConfig>& cache = spec.cache[static_cast<size_t>(attention.node)];
+    if (!cache) continue;
+    if (!spec.train.kv_cache) {
+      diags.error(diag::kBadConfig, cache->where,
+                  "memory(cache) lays out attention's KV caches, and this strategy keeps none: set "
+                  "`inference { kv_cache = true }`");
+      return false;
+    }
+    const std::string& leaf = graph.nodes[static_cast<size_t>(attention.node)].path;
+    const auto sequence = static_cast<int>(graph.tensors[attention.inputs[0].tensor].dims.size()) - 2;
+    for (size_t a = 0; a < cache->layout.size(); ++a) {
+      if (!(cache->written >> a & 1u) || cache->layout[a].kind != ir::Sbp::Split) continue;
+      const AxisSignature& axis = sbp.ops[op].axes[a];
+      const std::string& name = spec.mesh.axes()[a].name;
+      if (axis.inputs[1] != kBroadcast) {
+        diags.error(diag::kCacheLayout, cache->where,
+                    fmt::format("{}'s KV cache splits its positions over '{}', where its keys are {}: a cache "
+                                "splits its positions over an axis whose ranks hold the step's keys whole",
+                                leaf, name, to_string(axis.inputs[1])));
+        return false;
+      }
+      if (axis.inputs[0] == split(sequence)) {
+        diags
+            .error(diag::kCacheLayout, cache->where,
+                   fmt::format("{} splits its queries' sequence over '{}' (context parallelism), so each rank "
+                               "attends with its own queries over every position: its KV cache stays whole there",
+                               leaf, name))
+            .note("a decode step splits the cache over an axis whose ranks hold the same queries");
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 std::optional<PlannedStrategy> plan_strategy(const LogicalProgram& program, SourceManager& sources,
@@ -28,6 +74,7 @@ std::optional<PlannedStrategy> plan_strategy(const LogicalProgram& program, Sour
   SbpAssignment sbp =
       assign_sbp(program.graph, program.spec, {program.spec.pipeline.axis, resolved->batch_splits}, diags);
   if (diags.error_count() != errors_before) return std::nullopt;
+  if (!caches_fit_their_attention(program.graph, program.spec, sbp, diags)) return std::nullopt;
   if (program.spec.train.cp_exchange == ContextParallelExchange::Ring &&
       !gathers_keys_for_context_parallelism(program.graph, sbp))
     diags.warning(diag::kRingWithoutContextParallelism, program.spec.train.cp_exchange_where,

@@ -12,7 +12,7 @@ struct KindClass {
 };
 
 // Kinds not listed are elementwise.
-constexpr std::array<KindClass, 37> kKindClasses = {{
+constexpr std::array<KindClass, 38> kKindClasses = {{
     {"matmul", OpClass::Matmul},
     {"batch_matmul", OpClass::Matmul},
     {"bmm", OpClass::Matmul},
@@ -21,6 +21,7 @@ constexpr std::array<KindClass, 37> kKindClasses = {{
     {"conv", OpClass::Matmul},
     {"conv2d", OpClass::Matmul},
     {"attention", OpClass::Matmul},
+    {"attention_part", OpClass::Matmul},
     {"softmax", OpClass::Reduction},
     {"log_softmax", OpClass::Reduction},
     {"layer_norm", OpClass::Reduction},

@@ -268,7 +268,10 @@ bool rope_shape(const OpContext& ctx, Types& out, std::string& error) {
   return true;
 }
 
-bool attention_shape(const OpContext& ctx, Types& out, std::string& error) {
+// q, k and v, and in inference the keys' and values' caches. A whole
+// cache holds the `context` earlier positions and the step's; a shard of
+// one (attention_part) any run of them.
+bool attention_operands(const OpContext& ctx, bool whole_cache, std::string& error) {
   const TensorType& q = ctx.operands[0];
   const TensorType& k = ctx.operands[1];
   const TensorType& v = ctx.operands[2];
@@ -286,6 +289,7 @@ bool attention_shape(const OpContext& ctx, Types& out, std::string& error) {
   if (ctx.operands.size() > 3) {
     if (ctx.operands.size() != 5) return fail(error, "a KV cache is two operands, the keys' and the values'");
     const int64_t context = ctx.attrs.integer("context");
+    if (context < 0) return fail(error, "context {} is negative", context);
     for (size_t i = 3; i < 5; ++i) {
       const TensorType& cache = ctx.operands[i];
       const TensorType& like = i == 3 ? k : v;
@@ -293,16 +297,51 @@ bool attention_shape(const OpContext& ctx, Types& out, std::string& error) {
           cache.dim(3) != like.dim(3))
         return fail(error, "the {} cache {} is not shaped as {} with another length", i == 3 ? "keys'" : "values'",
                     str(cache), str(like));
-      if (context < 0 || cache.dim(2) < context + like.dim(2))
+      if (whole_cache && cache.dim(2) < context + like.dim(2))
         return fail(error, "the cache {} holds fewer than its {} earlier positions and the step's {}", str(cache),
                     context, like.dim(2));
     }
+  } else if (!whole_cache) {
+    return fail(error, "attention_part attends over a shard of a KV cache, and has none");
   } else if (ctx.attrs.integer("context") != 0) {
     return fail(error, "earlier positions (context = {}) need a KV cache", ctx.attrs.integer("context"));
   }
-  TensorType r = q;
-  r.dims[3] = v.dim(3);
+  return true;
+}
+
+bool attention_shape(const OpContext& ctx, Types& out, std::string& error) {
+  if (!attention_operands(ctx, true, error)) return false;
+  TensorType r = ctx.operands[0];
+  r.dims[3] = ctx.operands[2].dim(3);
   out.push_back(r);
+  return true;
+}
+
+// Attention over the positions one shard of a split KV cache holds (the
+// cache's layout gives which), as decode context parallelism runs it:
+// o [1, b, h, s, dv], normalised over those positions, and its
+// log-sum-exp f32 [1, b, h, s] (-inf where none is visible). Dim 0 is the
+// shard, so the shards' states stack along it for attention_merge.
+bool attention_part_shape(const OpContext& ctx, Types& out, std::string& error) {
+  if (!attention_operands(ctx, false, error)) return false;
+  const TensorType& q = ctx.operands[0];
+  std::array<int64_t, 5> o{1, q.dim(0), q.dim(1), q.dim(2), ctx.operands[2].dim(3)};
+  out.push_back(TensorType(q.dtype, std::span<const int64_t>(o)));
+  out.push_back(TensorType(DType::F32, std::span<const int64_t>(o.data(), 4)));
+  return true;
+}
+
+// The shards' states o [n, b, h, s, dv] and lse [n, b, h, s] merged into
+// the attention over all their positions: each o weighted by
+// exp(lse - max lse) over the weights' sum (flash-decoding's merge).
+bool attention_merge_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& o = ctx.operands[0];
+  const TensorType& lse = ctx.operands[1];
+  if (!require_rank(o, 5, "o", error) || !require_rank(lse, 4, "lse", error)) return false;
+  if (!require_float(o, "o", error)) return false;
+  if (lse.dtype != DType::F32 || !std::equal(lse.shape().begin(), lse.shape().end(), o.shape().begin()))
+    return fail(error, "lse {} must be f32 and shaped as o {} without its last dim", str(lse), str(o));
+  out.push_back(TensorType(o.dtype, o.shape().subspan(1)));
   return true;
 }
 
@@ -323,6 +362,26 @@ OpCost attention_cost(const OpContext& ctx, Results results) {
   auto bytes = static_cast<double>(q.bytes() + 2 * (k.bytes() + v.bytes()) + results[0].bytes());
   for (size_t i = 3; i < 5; ++i)
     bytes += static_cast<double>(ctx.operands[i].bytes()) * context / static_cast<double>(ctx.operands[i].dim(2));
+  return {flops, bytes};
+}
+
+// The fullest shard's work: its cache positions (at most the context and
+// the step's) read and attended by every query, the step's k and v
+// written, o and lse written. Decode's queries see every position, so no
+// causal halving.
+OpCost attention_part_cost(const OpContext& ctx, Results results) {
+  const TensorType& q = ctx.operands[0];
+  const TensorType& k = ctx.operands[1];
+  const TensorType& v = ctx.operands[2];
+  const TensorType& cache = ctx.operands[3];
+  const int64_t context = ctx.attrs.integer("context");
+  const auto held = static_cast<double>(std::min(cache.dim(2), context + k.dim(2)));
+  const auto cached = static_cast<double>(std::min(cache.dim(2), context));
+  double flops =
+      2 * static_cast<double>(q.dim(0) * q.dim(1) * q.dim(2)) * held * static_cast<double>(q.dim(3) + v.dim(3));
+  double bytes = static_cast<double>(q.bytes() + 2 * (k.bytes() + v.bytes()) + results[0].bytes() + results[1].bytes());
+  for (size_t i = 3; i < 5; ++i)
+    bytes += static_cast<double>(ctx.operands[i].bytes()) * cached / static_cast<double>(ctx.operands[i].dim(2));
   return {flops, bytes};
 }
 
@@ -694,6 +753,12 @@ void add_forward_ops(std::vector<OpInfo>& t) {
   t.push_back(make_op(OpKind::Attention, 3, 5, 1,
                       {bool_attr("causal", false), float_attr("scale", 0), int_attr("context", 0)}, attention_shape,
                       attention_cost));
+  // Decode context parallelism: attention over one shard of a split KV
+  // cache, then the shards' states merged.
+  t.push_back(make_op(OpKind::AttentionPart, 5, 5, 2,
+                      {bool_attr("causal", false), float_attr("scale", 0), int_attr("context", 0)},
+                      attention_part_shape, attention_part_cost));
+  t.push_back(make_op(OpKind::AttentionMerge, 2, 2, 1, {}, attention_merge_shape, input_elementwise_cost));
   t.push_back(make_op(OpKind::Conv2d, 2, 2, 1, {list_attr("stride"), list_attr("padding"), int_attr("groups", 1)},
                       conv2d_shape,
                       [](const OpContext& c, Results r) { return conv_cost(c, r[0], c.operands[1], r); }));

@@ -30,15 +30,26 @@ uint64_t stream_of(uint64_t seed, std::string_view name) {
 double uniform_at(uint64_t stream, uint64_t i) { return static_cast<double>(splitmix64(stream + i) >> 11) * 0x1.0p-53; }
 
 // The whole-batch tensor `name` of `shape`: floats uniform in ±1, integers
-// uniform in [0, values).
+// uniform in [0, values). A KV cache's elements are drawn by position
+// (`positions`, its position dim), so a cache rounded up to more room for
+// a split holds the same earlier positions as the single device's.
 HostTensor data_tensor(std::string_view name, ir::DType dtype, std::vector<int64_t> shape, int64_t values,
-                       uint64_t seed) {
+                       uint64_t seed, int positions = -1) {
   HostTensor out(dtype, std::move(shape));
   const bool integer = !ir::is_float(dtype);
   const double range = static_cast<double>(values > 0 ? values : 2);
   uint64_t stream = stream_of(seed, name);
+  const int64_t length = positions >= 0 ? out.dim(positions) : 1;
+  const int64_t inner = positions >= 0 ? extent(out.shape, positions + 1, out.rank()) : 1;
   for (size_t i = 0; i < out.data.size(); ++i) {
-    const double u = uniform_at(stream, i);
+    uint64_t index = i;
+    if (positions >= 0) {
+      const auto flat = static_cast<int64_t>(i), row = flat / (length * inner), rest = flat % (length * inner);
+      index =
+          ((static_cast<uint64_t>(row) << 32) + static_cast<uint64_t>(rest / inner)) * static_cast<uint64_t>(inner) +
+          static_cast<uint64_t>(rest % inner);
+    }
+    const double u = uniform_at(stream, index);
     out.data[i] = integer ? std::floor(u * range) : 2 * u - 1;
   }
   return out;
@@ -98,7 +109,10 @@ ArgumentSource make_argument_source(uint64_t seed) {
       case ir::ArgKind::Cache: {  // a KV cache's earlier positions are data of the batch's sequences
         const ir::InputData& data = request.data;
         const std::string& name = request.data_name;
-        if (data.micro_batch < 0) return data_tensor(name, request.dtype, request.logical_shape, data.values, seed);
+        const int positions =
+            request.kind == ir::ArgKind::Cache ? static_cast<int>(request.logical_shape.size()) - 2 : -1;
+        if (data.micro_batch < 0)
+          return data_tensor(name, request.dtype, request.logical_shape, data.values, seed, positions);
         const int axis = data.batch_axis;
         if (axis < 0 || axis >= static_cast<int>(request.logical_shape.size())) {
           error = fmt::format("input '{}' is split into micro-batches but has no batch axis", request.name);
@@ -112,7 +126,7 @@ ArgumentSource make_argument_source(uint64_t seed) {
         std::vector<int64_t> whole = request.logical_shape;
         const int64_t n = whole[static_cast<size_t>(axis)];
         whole[static_cast<size_t>(axis)] = n * data.micro_batches;
-        HostTensor full = data_tensor(name, request.dtype, std::move(whole), data.values, seed);
+        HostTensor full = data_tensor(name, request.dtype, std::move(whole), data.values, seed, positions);
         return micro_batch_rows(full, axis, n, data.micro_batch);
       }
     }

@@ -115,11 +115,26 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
       }
       // A KV cache: its first `context` positions precede the step's k and v.
       const int64_t context = attrs.integer("context");
-      HostTensor keys = kernels::cached_then(x(3), context, x(1)), values = kernels::cached_then(x(4), context, x(2));
+      HostTensor keys = kernels::held_positions(x(3), 0, context, x(1));
+      HostTensor values = kernels::held_positions(x(4), 0, context, x(2));
       kernels::attention(x(0), keys, values, attrs.boolean("causal"), first_query(ctx, x(0).shape, keys.dim(2)),
                          attrs.real("scale"), y);
       return {};
     }
+    case OpKind::AttentionPart: {
+      // This shard's run of positions starts at the cache's offset; q's
+      // first row is at the context plus its own offset in the step.
+      const int64_t context = attrs.integer("context");
+      const int64_t first = operand_placement(ctx, 3, x(3).shape).offset[2];
+      DevicePlacement queries = operand_placement(ctx, 0, x(0).shape);
+      const int64_t first_query = context + x(1).dim(2) - queries.logical_shape[2] + queries.offset[2];
+      HostTensor keys = kernels::held_positions(x(3), first, context, x(1));
+      HostTensor values = kernels::held_positions(x(4), first, context, x(2));
+      kernels::attention(x(0), keys, values, attrs.boolean("causal"), first_query - first, attrs.real("scale"), y,
+                         &out[1]);
+      return {};
+    }
+    case OpKind::AttentionMerge: kernels::attention_merge(x(0), x(1), y); return {};
     case OpKind::Conv2d: kernels::conv2d(x(0), x(1), conv_params(attrs), y); return {};
     case OpKind::MaxPool2d: kernels::max_pool2d(x(0), pool_params(attrs), y); return {};
     case OpKind::AvgPool2d: kernels::avg_pool2d(x(0), pool_params(attrs), y); return {};

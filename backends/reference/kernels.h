@@ -52,12 +52,19 @@ void cross_entropy_parts(const HostTensor& x, const HostTensor& m, const HostTen
 void cross_entropy_total(const HostTensor& s, const HostTensor& p, HostTensor& out);
 // Causal: q's row i sees the keys up to first_query + i (t − s when q is
 // the last rows of the sequence; a q shard's start when the sequence is
-// split and k, v gathered, as context parallelism does).
+// split and k, v gathered, as context parallelism does; negative when the
+// keys are a later run of positions). With `lse`, each row's log-sum-exp
+// too, and a row that sees no key gets 0 and -inf.
 void attention(const HostTensor& q, const HostTensor& k, const HostTensor& v, bool causal, int64_t first_query,
-               double scale, HostTensor& out);
-// [..., context + t, d]: the first `context` positions of `cache`
-// [..., capacity, d] (a KV cache), then `step` [..., t, d].
-HostTensor cached_then(const HostTensor& cache, int64_t context, const HostTensor& step);
+               double scale, HostTensor& out, HostTensor* lse = nullptr);
+// The positions [first, first + capacity) ∩ [0, context + t) of a KV cache
+// [..., capacity, d] whose slot 0 holds position `first` (a whole cache:
+// 0; a shard of a split one: its offset): those before `context` from the
+// cache, the rest from `step` [..., t, d], which the step writes there.
+HostTensor held_positions(const HostTensor& cache, int64_t first, int64_t context, const HostTensor& step);
+// Attention states o [n, ..., dv] and lse [n, ...] over n disjoint sets of
+// keys merged into the attention over all of them; rows no set saw are 0.
+void attention_merge(const HostTensor& o, const HostTensor& lse, HostTensor& out);
 
 // --- layout and shape ---
 void slice(const HostTensor& x, int dim, int64_t start, HostTensor& out);

@@ -305,25 +305,27 @@ void rope(const HostTensor& x, int dim, double base, bool inverse, int64_t first
   }
 }
 
-HostTensor cached_then(const HostTensor& cache, int64_t context, const HostTensor& step) {
+HostTensor held_positions(const HostTensor& cache, int64_t first, int64_t context, const HostTensor& step) {
   const int rank = step.rank();
   std::vector<int64_t> shape = step.shape;
   const int64_t t = step.dim(rank - 2), d = step.dim(rank - 1), capacity = cache.dim(rank - 2);
-  shape[static_cast<size_t>(rank - 2)] = context + t;
+  const int64_t held = std::clamp<int64_t>(context + t - first, 0, capacity);
+  shape[static_cast<size_t>(rank - 2)] = held;
   HostTensor out(step.dtype, shape);
   const int64_t rows = extent(step.shape, 0, rank - 2);
   for (int64_t r = 0; r < rows; ++r) {
-    auto from_cache = cache.data.begin() + r * capacity * d;
-    auto from_step = step.data.begin() + r * t * d;
-    auto to = out.data.begin() + r * (context + t) * d;
-    std::copy(from_cache, from_cache + context * d, to);
-    std::copy(from_step, from_step + t * d, to + context * d);
+    for (int64_t slot = 0; slot < held; ++slot) {
+      const int64_t position = first + slot;
+      auto from = position < context ? cache.data.begin() + (r * capacity + slot) * d
+                                     : step.data.begin() + (r * t + position - context) * d;
+      std::copy(from, from + d, out.data.begin() + (r * held + slot) * d);
+    }
   }
   return out;
 }
 
 void attention(const HostTensor& q, const HostTensor& k, const HostTensor& v, bool causal, int64_t first_query,
-               double scale, HostTensor& out) {
+               double scale, HostTensor& out, HostTensor* lse) {
   const int64_t bh = q.dim(0) * q.dim(1), s = q.dim(2), d = q.dim(3), t = k.dim(2), dv = v.dim(3);
   const int64_t group = q.dim(1) / k.dim(1);  // q heads per k/v head
   if (scale == 0) scale = 1.0 / std::sqrt(static_cast<double>(d));
@@ -346,6 +348,25 @@ void attention(const HostTensor& q, const HostTensor& k, const HostTensor& v, bo
       for (int64_t j = 0; j < visible; ++j) z += p[static_cast<size_t>(j)] = std::exp(p[static_cast<size_t>(j)] - mx);
       for (int64_t j = 0; j < visible; ++j)
         for (int64_t l = 0; l < dv; ++l) po[i * dv + l] += p[static_cast<size_t>(j)] / z * pv[j * dv + l];
+      if (lse) lse->data[static_cast<size_t>(b * s + i)] = visible > 0 ? mx + std::log(z) : mx;
+    }
+  }
+}
+
+// Flash-decoding's merge: the weights exp(lse_i - max) over their sum, the
+// maximum subtracted first so no exponential overflows.
+void attention_merge(const HostTensor& o, const HostTensor& lse, HostTensor& out) {
+  const int64_t n = o.dim(0), rows = lse.numel() / n, dv = o.dim(o.rank() - 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    double top = -std::numeric_limits<double>::infinity();
+    for (int64_t i = 0; i < n; ++i) top = std::max(top, lse.data[static_cast<size_t>(i * rows + r)]);
+    if (top == -std::numeric_limits<double>::infinity()) continue;
+    double total = 0;
+    for (int64_t i = 0; i < n; ++i) total += std::exp(lse.data[static_cast<size_t>(i * rows + r)] - top);
+    for (int64_t i = 0; i < n; ++i) {
+      const double w = std::exp(lse.data[static_cast<size_t>(i * rows + r)] - top) / total;
+      for (int64_t l = 0; l < dv; ++l)
+        out.data[static_cast<size_t>(r * dv + l)] += w * o.data[static_cast<size_t>((i * rows + r) * dv + l)];
     }
   }
 }

@@ -1046,10 +1046,22 @@ class StrategyElaborator {
     uint8_t roles = 0;
     for (size_t i = 0; i < s.roles.size(); ++i) {
       const std::string& r = s.roles[i];
+      if (r == "cache") {
+        if (s.roles.size() > 1) {
+          diags_.error(diag::kBadConfig, s.role_ranges[i],
+                       "memory(cache) lays out attention's KV caches, which belong to layers, not to parameters: "
+                       "give it a config of its own");
+          return;
+        }
+        cache_memory(s, scope);
+        return;
+      }
       uint8_t bit = r == "param" ? kRoleParam : r == "grad" ? kRoleGrad : r == "optimizer" ? kRoleOptimizer : 0;
       if (!bit) {
-        diags_.error(diag::kBadConfig, s.role_ranges[i],
-                     fmt::format("unknown memory role '{}' (roles: param, grad, optimizer)", r));
+        auto error = diags_.error(diag::kBadConfig, s.role_ranges[i],
+                                  fmt::format("unknown memory role '{}' (roles: param, grad, optimizer, cache)", r));
+        if (std::optional<std::string> meant = closest_spelling(r, {"param", "grad", "optimizer", "cache"}))
+          error.note(fmt::format("did you mean '{}'?", *meant));
         return;
       }
       roles |= bit;
@@ -1091,6 +1103,67 @@ class StrategyElaborator {
         }
       }
       memory_candidates_.push_back({{t, roles, std::move(resolved), sel_text, s.range}, params.size()});
+    }
+  }
+
+  // `memory(cache)`: the KV caches of the attention ops in the selected
+  // leaves split their positions (the keys' sequence dim, by name or
+  // index) over the axes written; B keeps them whole there.
+  void cache_memory(const StrategyStmt& s, const Scope& scope) {
+    std::optional<std::vector<Segment>> sel = segments(s.selectors[0], scope);
+    if (!sel) return;
+    const Model& m = *out_.model;
+    std::vector<bool> under(m.nodes.size(), false);
+    for (NodeId n : match_nodes(*sel)) under[static_cast<size_t>(n)] = true;
+    if (sel->size() == 1 && (*sel)[0].any_depth) under[0] = true;
+    for (size_t i = 1; i < m.nodes.size(); ++i) under[i] = under[i] || under[static_cast<size_t>(m.nodes[i].parent)];
+    std::vector<NodeId> leaves;
+    const Op* attention = nullptr;  // the first, whose keys name the cache's dims
+    for (size_t i = 1; i < m.nodes.size(); ++i) {
+      if (!under[i] || !m.nodes[i].is_leaf()) continue;
+      for (OpId op : m.nodes[i].ops)
+        if (m.ops[op].kind == ops::OpKind::Attention) {
+          leaves.push_back(static_cast<NodeId>(i));
+          if (!attention) attention = &m.ops[op];
+          break;
+        }
+    }
+    if (leaves.empty()) {
+      auto error = diags_.error(diag::kSelectorNoMatch, s.selectors[0].range,
+                                fmt::format("selector '{}' matches no layer with an attention op, and only attention "
+                                            "keeps a KV cache",
+                                            text(s.selectors[0])));
+      explain_no_match(error, *sel);
+      return;
+    }
+    std::optional<std::vector<Sbp>> sbp = sbp_list(s.sbp, true);
+    if (!sbp) return;
+    const std::vector<std::string>& keys = attention->inputs[1].dims;
+    const auto positions = static_cast<int>(keys.size()) - 2;
+    for (size_t a = 0; a < sbp->size(); ++a) {
+      Sbp& x = (*sbp)[a];
+      if (!x.written || x.kind == ir::Sbp::Broadcast) continue;
+      const bool by_position =
+          x.kind == ir::Sbp::Split &&
+          (x.dim_index >= 0 ? x.dim_index == positions : x.dim == keys[static_cast<size_t>(positions)]);
+      if (!by_position) {
+        SourceRange at = s.range;
+        for (const AxisSbp& w : s.sbp)
+          if (w.axis == out_.mesh[a].name) at = w.kind_range;
+        diags_.error(diag::kCacheLayout, at,
+                     fmt::format("a KV cache [{}] is laid out as its attention's keys and values; memory(cache) can "
+                                 "only split its positions, S({}) or S({}), or keep it whole, B",
+                                 fmt::join(keys, ", "), keys[static_cast<size_t>(positions)], positions));
+        return;
+      }
+      x.dim = keys[static_cast<size_t>(positions)];
+      x.dim_index = positions;
+    }
+    for (NodeId leaf : leaves) {
+      auto same =
+          std::find_if(out_.caches.begin(), out_.caches.end(), [&](const CacheConfig& c) { return c.leaf == leaf; });
+      if (same != out_.caches.end()) out_.caches.erase(same);
+      out_.caches.push_back({leaf, *sbp, s.range});
     }
   }
 

@@ -129,6 +129,15 @@ struct MemoryConfig {
   SourceRange range;
 };
 
+// `memory(cache)`: where the KV caches of a leaf's attention ops split
+// their positions (Split, dim_index the cache's position dim); the other
+// axes keep the layout of the step's keys and values.
+struct CacheConfig {
+  NodeId leaf = 0;
+  std::vector<Sbp> sbp;  // one per mesh axis
+  SourceRange range;
+};
+
 // Pipeline stage: the subtrees placed on stage `index`. Stage s runs on
 // index s mod n of the pipeline axis of n ranks: with V virtual stages per
 // rank (interleaved(V), zb_v) written lists number ranks x V stages.
@@ -167,6 +176,7 @@ struct Strategy {
   std::vector<ComputeConfig> compute;            // explicit and default, one per leaf at most
   std::optional<ComputeConfig> default_compute;  // as written (leaf = 0)
   std::vector<MemoryConfig> memory;
+  std::vector<CacheConfig> caches;  // at most one per leaf
   std::vector<TiedParams> ties;
 
   int64_t devices() const;

@@ -355,6 +355,14 @@ class LogicalGraphBuilder {
 
   // --- the strategy ---
 
+  // A memory config's layout and the axes it writes.
+  static TensorLayoutConfig layout_config(const std::vector<frontend::Sbp>& sbp, SourceRange where) {
+    TensorLayoutConfig config{layout_of(sbp), where, 0};
+    for (size_t a = 0; a < sbp.size(); ++a)
+      if (sbp[a].written) config.written |= 1u << a;
+    return config;
+  }
+
   // A memory config's layout; the front end resolved its split dims to
   // indices (elaborate_strategy.cpp, memory()).
   static ir::Layout layout_of(const std::vector<frontend::Sbp>& sbp) {
@@ -450,13 +458,13 @@ class LogicalGraphBuilder {
 
     for (const frontend::MemoryConfig& m : strategy_.memory) {
       int32_t t = tensor(m.tensor);
-      TensorLayoutConfig layout{layout_of(m.sbp), m.range, 0};
-      for (size_t a = 0; a < m.sbp.size(); ++a)
-        if (m.sbp[a].written) layout.written |= 1u << a;
+      TensorLayoutConfig layout = layout_config(m.sbp, m.range);
       if (m.roles & frontend::kRoleParam) spec.memory[t].value = layout;
       if (m.roles & frontend::kRoleGrad) spec.memory[t].grad = layout;
       if (m.roles & frontend::kRoleOptimizer) spec.memory[t].optimizer = layout;
     }
+
+    for (const frontend::CacheConfig& c : strategy_.caches) spec.cache[c.leaf] = layout_config(c.sbp, c.range);
 
     for (const frontend::TiedParams& tie : strategy_.ties)
       if (!tie.params.empty()) spec.memory[tensor(tie.params[0])].sharing = tie.mode;

@@ -1,5 +1,7 @@
 // Attention: the forward op, and one fused grad op for q, k and v.
 // One family's rules; autodiff.cpp picks the family from the op table.
+#include <array>
+
 #include <fmt/format.h>
 
 #include "compiler/lowering/lowering_helpers.h"
@@ -10,28 +12,70 @@ ir::ValueId Lowering::forward_attention(const ForwardStep& f) {
   using ir::AttrValue;
   using ir::OpKind;
   switch (f.lop.type) {
-    case ops::OpKind::Attention:
-      if (spec.train.kv_cache) {
-        return append(f.at, OpKind::Attention, {f.in[0], f.in[1], f.in[2], kv_cache_arg(f, 1), kv_cache_arg(f, 2)},
-                      {AttrValue::boolean("causal", f.lop.causal), AttrValue::integer("context", spec.train.context)},
-                      f.out);
-      }
-      return append(f.at, OpKind::Attention, {f.in[0], f.in[1], f.in[2]}, {AttrValue::boolean("causal", f.lop.causal)},
-                    f.out);
+    case ops::OpKind::Attention: {
+      if (!spec.train.kv_cache)
+        return append(f.at, OpKind::Attention, {f.in[0], f.in[1], f.in[2]},
+                      {AttrValue::boolean("causal", f.lop.causal)}, f.out);
+      const ir::ValueId keys = kv_cache_arg(f, 1), values = kv_cache_arg(f, 2);
+      const std::vector<AttrValue> attrs{AttrValue::boolean("causal", f.lop.causal),
+                                         AttrValue::integer("context", spec.train.context)};
+      const ir::Layout& cache = module_.layout(function_->values[keys].layout);
+      if (cache == module_.layout(function_->values[f.in[1]].layout))
+        return append(f.at, OpKind::Attention, {f.in[0], f.in[1], f.in[2], keys, values}, {attrs[0], attrs[1]}, f.out);
+      return attend_over_cache_shards(f, keys, values, attrs);
+    }
     default: no_forward_lowering(f.lop);
   }
+}
+
+// Decode context parallelism (vLLM's DCP, TensorRT-LLM's Helix): the cache
+// split by position over axes whose ranks hold the same queries. Each rank
+// attends over its shard; the shards' states, stacked along a new dim 0
+// split over those axes, are gathered in one exchange and merged.
+ir::ValueId Lowering::attend_over_cache_shards(const ForwardStep& f, ir::ValueId keys, ir::ValueId values,
+                                               std::span<const ir::AttrValue> attrs) {
+  const ir::Layout& cache = module_.layout(function_->values[keys].layout);
+  const ir::Layout& step = module_.layout(function_->values[f.in[1]].layout);
+  ir::Layout shards = f.out, merged = f.out;
+  for (size_t a = 0; a < shards.size(); ++a) {
+    if (cache[a] != step[a]) {
+      shards[a] = {ir::Sbp::Split, 0};
+    } else if (shards[a].kind == ir::Sbp::Split) {
+      ++shards[a].dim;
+    }
+    merged[a] = shards[a].kind == ir::Sbp::Split && shards[a].dim == 0 ? ir::Sbp{} : shards[a];
+  }
+  const std::array<ir::ValueId, 5> operands{f.in[0], f.in[1], f.in[2], keys, values};
+  const std::array<ir::Layout, 2> layouts{shards, shards};
+  std::vector<ir::ValueId> states = append_multi(f.at, ir::OpKind::AttentionPart, operands, attrs, layouts);
+  std::vector<ir::ValueId> all = box_group(f.at, states, shards, merged, true);
+  return append(f.at, ir::OpKind::AttentionMerge, {all[0], all[1]}, {}, f.out);
 }
 
 // The cache of attention operand `i` (k or v) for one micro-batch: held
 // across steps, laid out as the step's k or v, with room for the context
 // and this step's positions. Its values are the batch's sequences' earlier
 // keys or values, so executors draw it as data of the batch
-// (ir::InputData), the same whichever way a strategy splits it.
+// (ir::InputData), the same whichever way a strategy splits it. Where
+// `memory(cache)` splits its positions over axes, the room is rounded up to
+// a multiple of their ranks, each holding an equal run of positions.
 ir::ValueId Lowering::kv_cache_arg(const ForwardStep& f, size_t i) {
   const Tensor& step = graph.tensors[f.lop.inputs[i].tensor];
   const ir::Value& value = function_->values[f.in[i]];
   ir::TensorType type = type_of(f.in[i]);
-  type.dims[type.rank - 2] += spec.train.context;
+  const int positions = type.rank - 2;
+  ir::Layout layout = module_.layout(value.layout);
+  int64_t shards = 1;
+  if (const std::optional<TensorLayoutConfig>& split = spec.cache[static_cast<size_t>(f.lop.node)]) {
+    for (size_t a = 0; a < layout.size(); ++a) {
+      const int32_t ranks = module_.axis_range(value.devices, static_cast<int>(a)).size();
+      if (!(split->written >> a & 1u) || split->layout[a].kind != ir::Sbp::Split || ranks == 1) continue;
+      layout[a] = {ir::Sbp::Split, static_cast<uint8_t>(positions)};
+      shards *= ranks;
+    }
+  }
+  const int64_t held = type.dims[positions] + spec.train.context;
+  type.dims[positions] = (held + shards - 1) / shards;
   const bool micro_batched = resolved.batch_splits > 1;
   std::string data = step.name + ".cache";
   ir::InputData input;
@@ -40,7 +84,7 @@ ir::ValueId Lowering::kv_cache_arg(const ForwardStep& f, size_t i) {
   input.micro_batch = micro_batched ? f.at.micro_batch : -1;
   input.micro_batches = resolved.batch_splits;
   return builder().add_arg(micro_batched ? fmt::format("{}.mb{}", data, f.at.micro_batch) : data, ir::ArgKind::Cache,
-                           type, value.devices, value.layout, input);
+                           type, value.devices, module_.intern_layout(layout), input);
 }
 
 void Lowering::backward_attention(BackwardStep& s) {

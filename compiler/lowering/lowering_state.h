@@ -186,6 +186,8 @@ class Lowering {
   ir::ValueId forward_loss(const ForwardStep& f);
   ir::ValueId forward_attention(const ForwardStep& f);
   ir::ValueId kv_cache_arg(const ForwardStep& f, size_t i);
+  ir::ValueId attend_over_cache_shards(const ForwardStep& f, ir::ValueId keys, ir::ValueId values,
+                                       std::span<const ir::AttrValue> attrs);
   ir::ValueId forward_convolution(const ForwardStep& f);
   ir::ValueId forward_shape(const ForwardStep& f);
   ir::ValueId forward_routing(const ForwardStep& f);

@@ -112,14 +112,16 @@ struct StrategySpec {
   TrainConfig train;
   PipelineConfig pipeline;
   std::optional<ComputeConfig> default_compute;
-  std::vector<std::optional<ComputeConfig>> compute;    // per tree node (leaves)
-  std::vector<std::optional<ScheduleConfig>> schedule;  // per tree node (inner)
-  std::vector<ParamMemoryConfig> memory;                // per tensor (parameters)
+  std::vector<std::optional<ComputeConfig>> compute;     // per tree node (leaves)
+  std::vector<std::optional<ScheduleConfig>> schedule;   // per tree node (inner)
+  std::vector<ParamMemoryConfig> memory;                 // per tensor (parameters)
+  std::vector<std::optional<TensorLayoutConfig>> cache;  // per tree node (leaves): its KV caches' positions
 
   // Sizes the per-node and per-tensor slots for a graph.
   void resize_for(size_t nodes, size_t tensors) {
     compute.resize(nodes);
     schedule.resize(nodes);
+    cache.resize(nodes);
     memory.resize(tensors);
   }
 };

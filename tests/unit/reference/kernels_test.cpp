@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "backends/reference/arithmetic.h"
 #include "backends/reference/kernels.h"
@@ -186,6 +187,25 @@ TEST(Kernels, GroupedQueryAttentionRepeatsEachKeyValueHeadForItsGroup) {
   EXPECT_EQ(grouped.data, repeated.data);
 }
 
+// Positions [first, first + count) of x [b, h, t, d]; past t, `fill`.
+HostTensor positions(const HostTensor& x, int64_t first, int64_t count, double fill) {
+  HostTensor out(x.dtype, std::vector<int64_t>{x.dim(0), x.dim(1), count, x.dim(3)});
+  std::fill(out.data.begin(), out.data.end(), fill);
+  const int64_t t = x.dim(2), d = x.dim(3);
+  for (int64_t r = 0; r < x.dim(0) * x.dim(1); ++r)
+    for (int64_t i = first; i < std::min(first + count, t); ++i)
+      std::copy_n(x.data.begin() + (r * t + i) * d, d, out.data.begin() + (r * count + i - first) * d);
+  return out;
+}
+
+// A KV cache of `capacity` positions holding x's first `context`, garbage after.
+HostTensor cache_of(const HostTensor& x, int64_t context, int64_t capacity) {
+  HostTensor c = positions(x, 0, capacity, 1e6);
+  for (int64_t r = 0; r < x.dim(0) * x.dim(1); ++r)
+    std::fill_n(c.data.begin() + (r * capacity + context) * x.dim(3), (capacity - context) * x.dim(3), 1e6);
+  return c;
+}
+
 // A step over a KV cache (attention's fourth and fifth operands): its 2
 // queries, after 3 cached positions, see what the last 2 rows of the whole
 // 5-position sequence's causal attention see; the cache's room past them
@@ -194,32 +214,60 @@ TEST(Kernels, AttentionOverACacheIsTheLastRowsOfTheWholeSequence) {
   const int64_t context = 3, step = 2, room = 2;
   HostTensor q = random_tensor({2, 4, context + step, 3}, 21), k = random_tensor({2, 2, context + step, 3}, 22),
              v = random_tensor({2, 2, context + step, 3}, 23);
-  auto positions = [](const HostTensor& x, int64_t first, int64_t count, double fill) {
-    HostTensor out(x.dtype, std::vector<int64_t>{x.dim(0), x.dim(1), count, x.dim(3)});
-    std::fill(out.data.begin(), out.data.end(), fill);
-    const int64_t t = x.dim(2), d = x.dim(3);
-    for (int64_t r = 0; r < x.dim(0) * x.dim(1); ++r)
-      for (int64_t i = first; i < std::min(first + count, t); ++i)
-        std::copy_n(x.data.begin() + (r * t + i) * d, d, out.data.begin() + (r * count + i - first) * d);
-    return out;
-  };
   HostTensor whole(q.dtype, q.shape);
   kernels::attention(q, k, v, true, 0, 0, whole);
-  // The caches: the first `context` positions, then room holding garbage.
-  auto cache = [&](const HostTensor& x) {
-    HostTensor c = positions(x, 0, context + step + room, 1e6);
-    for (int64_t r = 0; r < x.dim(0) * x.dim(1); ++r)
-      std::fill_n(c.data.begin() + (r * (context + step + room) + context) * x.dim(3), (step + room) * x.dim(3), 1e6);
-    return c;
-  };
-  HostTensor keys = kernels::cached_then(cache(k), context, positions(k, context, step, 0));
-  HostTensor values = kernels::cached_then(cache(v), context, positions(v, context, step, 0));
+  HostTensor keys =
+      kernels::held_positions(cache_of(k, context, context + step + room), 0, context, positions(k, context, step, 0));
+  HostTensor values =
+      kernels::held_positions(cache_of(v, context, context + step + room), 0, context, positions(v, context, step, 0));
   EXPECT_EQ(keys.data, k.data);
   EXPECT_EQ(values.data, v.data);
   HostTensor q_step = positions(q, context, step, 0), out(q.dtype, q_step.shape);
   kernels::attention(q_step, keys, values, true, context, 0, out);
   HostTensor expected = positions(whole, context, step, 0);
   for (size_t i = 0; i < out.data.size(); ++i) EXPECT_NEAR(out.data[i], expected.data[i], 1e-12) << i;
+}
+
+// Decode context parallelism: a cache of 9 positions split in 3 shards of
+// 3, after 2 cached positions and a step of 2. The second shard holds only
+// the step's second position (the first query sees nothing there), the
+// third nothing. Each shard's attention with its log-sum-exp, merged, is
+// the whole attention.
+TEST(Kernels, ShardsOfASplitCacheMergeIntoTheWholeAttention) {
+  const int64_t context = 2, step = 2, shards = 3, held = 3;
+  HostTensor q = random_tensor({2, 4, context + step, 3}, 31), k = random_tensor({2, 2, context + step, 3}, 32),
+             v = random_tensor({2, 2, context + step, 3}, 33);
+  HostTensor whole(q.dtype, q.shape);
+  kernels::attention(q, k, v, true, 0, 0, whole);
+  HostTensor q_step = positions(q, context, step, 0), k_step = positions(k, context, step, 0),
+             v_step = positions(v, context, step, 0);
+  HostTensor kc = cache_of(k, context, shards * held), vc = cache_of(v, context, shards * held);
+  HostTensor o(q.dtype, std::vector<int64_t>{shards, 2, 4, step, 3}),
+      lse(q.dtype, std::vector<int64_t>{shards, 2, 4, step});
+  const int64_t part = 2 * 4 * step;
+  for (int64_t i = 0; i < shards; ++i) {
+    HostTensor keys = kernels::held_positions(positions(kc, i * held, held, 0), i * held, context, k_step);
+    HostTensor values = kernels::held_positions(positions(vc, i * held, held, 0), i * held, context, v_step);
+    EXPECT_EQ(keys.dim(2), std::clamp<int64_t>(context + step - i * held, 0, held));
+    HostTensor oi(q.dtype, q_step.shape), lsei(q.dtype, std::vector<int64_t>{2, 4, step});
+    kernels::attention(q_step, keys, values, true, context - i * held, 0, oi, &lsei);
+    std::copy(oi.data.begin(), oi.data.end(), o.data.begin() + i * part * 3);
+    std::copy(lsei.data.begin(), lsei.data.end(), lse.data.begin() + i * part);
+  }
+  const double none_seen = -std::numeric_limits<double>::infinity();
+  EXPECT_EQ(lse.data[part], none_seen);
+  EXPECT_NE(lse.data[part + 1], none_seen);
+  EXPECT_EQ(o.data[part * 3], 0);
+  for (int64_t r = 0; r < part; ++r) EXPECT_EQ(lse.data[static_cast<size_t>(2 * part + r)], none_seen);
+  HostTensor merged(q.dtype, q_step.shape);
+  kernels::attention_merge(o, lse, merged);
+  HostTensor expected = positions(whole, context, step, 0);
+  for (size_t i = 0; i < merged.data.size(); ++i) EXPECT_NEAR(merged.data[i], expected.data[i], 1e-12) << i;
+  // Rows no shard saw stay 0.
+  std::fill(lse.data.begin(), lse.data.end(), none_seen);
+  HostTensor none(q.dtype, q_step.shape);
+  kernels::attention_merge(o, lse, none);
+  for (double x : none.data) EXPECT_EQ(x, 0);
 }
 
 // Rotary embedding: a rotation of each pair (i, i + d/2) by position ·
