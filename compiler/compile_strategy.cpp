@@ -21,9 +21,11 @@ bool gathers_keys_for_context_parallelism(const LogicalGraph& graph, const SbpAs
 }
 
 // memory(cache) splits the positions of a KV cache over axes where every
-// rank reads the step's keys whole and its queries are not cut along the
-// sequence: each rank then attends over its shard and the shards' states
-// merge (decode context parallelism).
+// rank reads the step's keys whole. Where the ranks hold the same queries
+// (decode), each attends over its shard and the shards' states merge;
+// where they split the queries' sequence (a context-parallel prefill),
+// each attends over every position and stores its share, so there must be
+// no earlier positions to read.
 bool caches_fit_their_attention(const LogicalGraph& graph, const StrategySpec& spec, const SbpAssignment& sbp,
                                 DiagnosticEngine& diags) {
   for (size_t op = 0; op < graph.ops.size(); ++op) {
@@ -39,6 +41,7 @@ bool caches_fit_their_attention(const LogicalGraph& graph, const StrategySpec& s
     }
     const std::string& leaf = graph.nodes[static_cast<size_t>(attention.node)].path;
     const auto sequence = static_cast<int>(graph.tensors[attention.inputs[0].tensor].dims.size()) - 2;
+    std::string shared_queries, split_queries;  // an axis of each kind
     for (size_t a = 0; a < cache->layout.size(); ++a) {
       if (!(cache->written >> a & 1u) || cache->layout[a].kind != ir::Sbp::Split) continue;
       const AxisSignature& axis = sbp.ops[op].axes[a];
@@ -50,15 +53,25 @@ bool caches_fit_their_attention(const LogicalGraph& graph, const StrategySpec& s
                                 leaf, name, to_string(axis.inputs[1])));
         return false;
       }
-      if (axis.inputs[0] == split(sequence)) {
-        diags
-            .error(diag::kCacheLayout, cache->where,
-                   fmt::format("{} splits its queries' sequence over '{}' (context parallelism), so each rank "
-                               "attends with its own queries over every position: its KV cache stays whole there",
-                               leaf, name))
-            .note("a decode step splits the cache over an axis whose ranks hold the same queries");
-        return false;
-      }
+      (axis.inputs[0] == split(sequence) ? split_queries : shared_queries) = name;
+    }
+    if (!split_queries.empty() && spec.train.context > 0) {
+      diags
+          .error(diag::kCacheLayout, cache->where,
+                 fmt::format("{} splits its queries' sequence over '{}' (context parallelism) after {} cached "
+                             "positions, and every query reads all of them, while each '{}' rank holds a share",
+                             leaf, split_queries, spec.train.context, split_queries))
+          .note(
+              "a prefill (context = 0) may split its cache over the axis that splits its sequence; a decode "
+              "step splits it over an axis whose ranks hold the same queries");
+      return false;
+    }
+    if (!split_queries.empty() && !shared_queries.empty()) {
+      diags.error(diag::kCacheLayout, cache->where,
+                  fmt::format("{}'s KV cache splits its positions over '{}', which splits the queries' sequence, "
+                              "and over '{}', which does not: split it over axes of one kind",
+                              leaf, split_queries, shared_queries));
+      return false;
     }
   }
   return true;

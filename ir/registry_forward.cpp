@@ -290,6 +290,9 @@ bool attention_operands(const OpContext& ctx, bool whole_cache, std::string& err
     if (ctx.operands.size() != 5) return fail(error, "a KV cache is two operands, the keys' and the values'");
     const int64_t context = ctx.attrs.integer("context");
     if (context < 0) return fail(error, "context {} is negative", context);
+    // A prefill under context parallelism: each rank stores its shard.
+    const int64_t shards = whole_cache ? ctx.attrs.integer("cache_shards") : 1;
+    if (shards < 1) return fail(error, "cache_shards {} is not positive", shards);
     for (size_t i = 3; i < 5; ++i) {
       const TensorType& cache = ctx.operands[i];
       const TensorType& like = i == 3 ? k : v;
@@ -297,10 +300,15 @@ bool attention_operands(const OpContext& ctx, bool whole_cache, std::string& err
           cache.dim(3) != like.dim(3))
         return fail(error, "the {} cache {} is not shaped as {} with another length", i == 3 ? "keys'" : "values'",
                     str(cache), str(like));
-      if (whole_cache && cache.dim(2) < context + like.dim(2))
+      if (whole_cache && cache.dim(2) * shards < context + like.dim(2))
         return fail(error, "the cache {} holds fewer than its {} earlier positions and the step's {}", str(cache),
                     context, like.dim(2));
     }
+    if (whole_cache && shards > 1 && context > 0)
+      return fail(error,
+                  "a cache split in {} shards holds only some of the {} earlier positions, which attention "
+                  "reads whole (attention_part reads a shard)",
+                  shards, context);
   } else if (!whole_cache) {
     return fail(error, "attention_part attends over a shard of a KV cache, and has none");
   } else if (ctx.attrs.integer("context") != 0) {
@@ -750,9 +758,10 @@ void add_forward_ops(std::vector<OpInfo>& t) {
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 3); }));
   // Operands q, k, v, and in inference with a KV cache the keys' and the
   // values' caches: `context` earlier positions precede k and v.
-  t.push_back(make_op(OpKind::Attention, 3, 5, 1,
-                      {bool_attr("causal", false), float_attr("scale", 0), int_attr("context", 0)}, attention_shape,
-                      attention_cost));
+  t.push_back(
+      make_op(OpKind::Attention, 3, 5, 1,
+              {bool_attr("causal", false), float_attr("scale", 0), int_attr("context", 0), int_attr("cache_shards", 1)},
+              attention_shape, attention_cost));
   // Decode context parallelism: attention over one shard of a split KV
   // cache, then the shards' states merged.
   t.push_back(make_op(OpKind::AttentionPart, 5, 5, 2,

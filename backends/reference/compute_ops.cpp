@@ -108,13 +108,15 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
       return {};
     case OpKind::CrossEntropyTotal: kernels::cross_entropy_total(x(0), x(1), y); return {};
     case OpKind::Attention: {
-      if (in.size() == 3) {
+      // A KV cache: its first `context` positions precede the step's k and
+      // v. Without any (a prefill), it is only written, and may be a shard
+      // (cache_shards).
+      const int64_t context = attrs.integer("context");
+      if (in.size() == 3 || context == 0) {
         kernels::attention(x(0), x(1), x(2), attrs.boolean("causal"), first_query(ctx, x(0).shape, x(1).dim(2)),
                            attrs.real("scale"), y);
         return {};
       }
-      // A KV cache: its first `context` positions precede the step's k and v.
-      const int64_t context = attrs.integer("context");
       HostTensor keys = kernels::held_positions(x(3), 0, context, x(1));
       HostTensor values = kernels::held_positions(x(4), 0, context, x(2));
       kernels::attention(x(0), keys, values, attrs.boolean("causal"), first_query(ctx, x(0).shape, keys.dim(2)),

@@ -19,10 +19,28 @@ ir::ValueId Lowering::forward_attention(const ForwardStep& f) {
       const ir::ValueId keys = kv_cache_arg(f, 1), values = kv_cache_arg(f, 2);
       const std::vector<AttrValue> attrs{AttrValue::boolean("causal", f.lop.causal),
                                          AttrValue::integer("context", spec.train.context)};
+      // Where memory(cache) split the cache: over ranks that split the
+      // queries' sequence (a context-parallel prefill) each stores its
+      // shard, attending over the gathered keys; over ranks holding the same
+      // queries each attends over its shard (the planner allows no mix).
       const ir::Layout& cache = module_.layout(function_->values[keys].layout);
-      if (cache == module_.layout(function_->values[f.in[1]].layout))
+      const ir::Layout& step = module_.layout(function_->values[f.in[1]].layout);
+      const ir::Layout& queries = module_.layout(function_->values[f.in[0]].layout);
+      int64_t stored_shards = 1;
+      bool shared_queries = false;
+      for (size_t a = 0; a < cache.size(); ++a) {
+        if (cache[a] == step[a]) continue;
+        if (queries[a] != ir::Sbp{ir::Sbp::Split, 2}) {
+          shared_queries = true;
+          continue;
+        }
+        stored_shards *= module_.axis_range(function_->values[keys].devices, static_cast<int>(a)).size();
+      }
+      if (shared_queries) return attend_over_cache_shards(f, keys, values, attrs);
+      if (stored_shards == 1)
         return append(f.at, OpKind::Attention, {f.in[0], f.in[1], f.in[2], keys, values}, {attrs[0], attrs[1]}, f.out);
-      return attend_over_cache_shards(f, keys, values, attrs);
+      return append(f.at, OpKind::Attention, {f.in[0], f.in[1], f.in[2], keys, values},
+                    {attrs[0], attrs[1], AttrValue::integer("cache_shards", stored_shards)}, f.out);
     }
     default: no_forward_lowering(f.lop);
   }

@@ -13,3 +13,11 @@ for context in 131072 1048576; do
     done
   done
 done
+# A context-parallel prefill of one long prompt, with each cp rank storing
+# its share of the cache (split=1) or the whole cache (split=0).
+for prompt in 131072 1048576; do
+  for split in 0 1; do
+    ./build/bin/dstc compile "$out/llama3_8b_prefill_cp.dstrat" -D cp=4 -D prompt=$prompt -D split=$split --simulate \
+      > "$out/prefill_${prompt}_cp4_split${split}.txt"
+  done
+done
