@@ -82,6 +82,24 @@ std::string print_strategy_tree(const LogicalGraph& graph, const StrategySpec& s
       if (reasons) out += m.value ? " (user)" : " (as its first use reads it)";
       out += "\n";
     }
+    // Inference with a KV cache: each attention's cache, laid out as its
+    // keys arrive but where memory(cache) splits its positions.
+    if (!spec.train.kv_cache) continue;
+    const std::optional<TensorLayoutConfig>& split = spec.cache[n];
+    for (int32_t op : node.ops) {
+      const LogicalOp& attention = graph.ops[op];
+      if (attention.type != ops::OpKind::Attention) continue;
+      const auto positions = static_cast<uint8_t>(graph.tensors[attention.inputs[1].tensor].dims.size() - 2);
+      ir::Layout cache;
+      for (size_t a = 0; a < compiled.sbp.ops[op].axes.size(); ++a) {
+        const bool by_position = split && (split->written >> a & 1u) && split->layout[a].kind == ir::Sbp::Split &&
+                                 spec.mesh.axes()[a].size > 1;
+        cache.push_back(by_position ? ir::Sbp{ir::Sbp::Split, positions} : compiled.sbp.ops[op].axes[a].inputs[1]);
+      }
+      out += fmt::format("{}  kv cache [{}]", indent, layout_text(spec.mesh, cache));
+      if (reasons) out += split ? " (user)" : " (as its keys)";
+      out += "\n";
+    }
   }
   return out;
 }
