@@ -1,11 +1,13 @@
 #include "backends/reference/argument_values.h"
 
 #include <cmath>
+#include <numeric>
 #include <optional>
 #include <string>
 
 #include <fmt/format.h>
 
+#include "backends/reference/kernels.h"
 #include "ir/replica_names.h"
 
 namespace dstc::reference {
@@ -94,6 +96,15 @@ ArgumentSource make_argument_source(uint64_t seed) {
       double a = fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.5;
       const uint64_t stream = stream_of(seed, param);
       for (size_t i = 0; i < out.data.size(); ++i) out.data[i] = -a + 2 * a * uniform_at(stream, i);
+      // A weight stored in fp8 (served quantized) is rounded once, whole,
+      // in blocks of 128 of its rows (fewer where rows are shorter), so
+      // every shard holds what one device holds.
+      if (ir::is_fp8(request.dtype)) {
+        HostTensor rounded(request.dtype, request.logical_shape);
+        const int64_t row = request.logical_shape.empty() ? 1 : request.logical_shape.back();
+        kernels::quantize(out, std::gcd<int64_t>(128, row), rounded);
+        return rounded;
+      }
       return out;
     }
     switch (request.kind) {

@@ -39,9 +39,10 @@ void Lowering::mark_fp8_ops() {
 }
 
 ir::ValueId Lowering::quantized(const Emit& at, ir::ValueId v, ir::DType dtype, const ir::Layout& layout) {
+  const ir::TensorType& t = type_of(v);
+  if (t.dtype == dtype) return v;  // a weight served in fp8 (create_parameters)
   uint64_t key = static_cast<uint64_t>(v) << 8 | static_cast<uint64_t>(dtype);
   if (auto it = quantized_.find(key); it != quantized_.end()) return it->second;
-  const ir::TensorType& t = type_of(v);
   // Blockwise: one scale per 128 elements of a row (fewer where the local
   // row is shorter than or not a multiple of 128).
   int64_t last = t.rank > 0 ? t.dim(t.rank - 1) : 1;

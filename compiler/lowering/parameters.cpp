@@ -19,6 +19,16 @@ void Lowering::create_parameters() {
   // the updated weights are cast down before they are gathered.
   const ir::DType stored = spec.train.precision;
   const bool master = spec.train.training && stored != ir::DType::F32 && spec.train.master_weights;
+  // Serving in FP8: a weight only FP8 GEMMs read is stored in e4m3, as
+  // FP8 checkpoints are quantized once, offline (vLLM's and TensorRT-LLM's
+  // fp8, Meta's row-wise FP8 Llama 3 405B), not each step.
+  std::vector<uint8_t> fp8_weight(graph.tensors.size(), 0);
+  if (!spec.train.training && spec.train.fp8 != Fp8Recipe::None) {
+    std::vector<uint8_t> other_reader(graph.tensors.size(), 0);
+    for (int32_t op = 0; op < static_cast<int32_t>(graph.ops.size()); ++op)
+      for (const Operand& in : graph.ops[op].inputs) (fp8_op(op) ? fp8_weight : other_reader)[in.tensor] = 1;
+    for (size_t t = 0; t < fp8_weight.size(); ++t) fp8_weight[t] &= !other_reader[t];
+  }
   // Without a master copy (pure half-precision training) the optimizer
   // state is kept in the weights' precision too.
   const ir::DType state_dtype = master ? ir::DType::F32 : stored;
@@ -56,7 +66,8 @@ void Lowering::create_parameters() {
     for (ParamCopy& copy : copies) {
       if (!copy.stored) continue;
       std::string name = &copy == &copies.front() ? tensor.name : ir::replica_name(tensor.name, copy.stages.front());
-      copy.value = add_stored_arg(name, ir::ArgKind::Param, t, param_layout(t), stored, copy.devices);
+      copy.value = add_stored_arg(name, ir::ArgKind::Param, t, param_layout(t),
+                                  fp8_weight[t] ? ir::DType::F8E4M3 : stored, copy.devices);
       if (!tensor.trainable) continue;
       ir::Layout state = optimizer_layout(t);
       if (master)

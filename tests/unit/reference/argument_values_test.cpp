@@ -2,7 +2,10 @@
 // each argument, nothing else.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "backends/reference/argument_values.h"
+#include "backends/reference/kernels.h"
 
 namespace dstc::reference {
 namespace {
@@ -63,6 +66,29 @@ TEST(ArgumentValues, AMicroBatchWithoutBatchAxisIsAnError) {
   std::string error;
   EXPECT_FALSE(make_argument_source(7)(data_request("x", ir::DType::F32, {2, 3}, data), error));
   EXPECT_NE(error.find("no batch axis"), std::string::npos) << error;
+}
+
+// A weight served in fp8 is the bf16 weight rounded to e4m3 with one scale
+// per 128 elements of its rows: each block's values are a multiple of its
+// scale on the e4m3 grid, and within an e4m3 step of the unrounded weight.
+TEST(ArgumentValues, AnFp8WeightIsTheWeightRoundedInBlocksOf128) {
+  ArgumentRequest request;
+  request.name = "w";
+  request.kind = ir::ArgKind::Param;
+  request.dtype = ir::DType::BF16;
+  request.logical_shape = {4, 256};
+  HostTensor weight = values_of(request);
+  request.dtype = ir::DType::F8E4M3;
+  HostTensor served = values_of(request);
+  HostTensor again(ir::DType::F8E4M3, request.logical_shape);
+  kernels::quantize(served, 128, again);
+  EXPECT_EQ(again.data, served.data);  // already on the grid
+  size_t moved = 0;
+  for (size_t i = 0; i < served.data.size(); ++i) {
+    EXPECT_NEAR(served.data[i], weight.data[i], std::abs(weight.data[i]) / 8 + 1e-3) << i;
+    moved += served.data[i] != weight.data[i];
+  }
+  EXPECT_GT(moved, served.data.size() / 2);
 }
 
 }  // namespace
