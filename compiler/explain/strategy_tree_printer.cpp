@@ -22,6 +22,7 @@ std::string schedule_text(const ResolvedSchedule& s) {
       fmt::format("micro_batches={} kind={} recompute={}", s.micro_batches, kind, s.recompute ? "on" : "off");
   if (s.max_ongoing > 0) out += fmt::format(" max_ongoing={}", s.max_ongoing);
   if (s.overlap_all_to_all) out += " overlap_all_to_all=on";
+  if (!s.fp8) out += " fp8=off";
   return out;
 }
 

@@ -600,17 +600,18 @@ class StrategyElaborator {
         return;
       }
       // A leaf takes only `recompute` (selective recomputation, e.g. of the
-      // attention core); micro-batches and schedules belong to inner nodes.
+      // attention core) and `fp8`; micro-batches and schedules belong to
+      // inner nodes.
       const ConfigEntry* not_recompute = nullptr;
       for (const ConfigEntry& e : s.entries)
-        if (e.key != "recompute" && !not_recompute) not_recompute = &e;
+        if (e.key != "recompute" && e.key != "fp8" && !not_recompute) not_recompute = &e;
       for (NodeId n : nodes) {
         const Node& node = out_.model->nodes[n];
         if (node.is_leaf() && not_recompute) {
           diags_
               .error(diag::kScheduleOnLeaf, not_recompute->key_range,
-                     fmt::format("{} is a leaf ({}); a leaf's schedule config sets only recompute, {} goes on "
-                                 "an inner node",
+                     fmt::format("{} is a leaf ({}); a leaf's schedule config sets only recompute and fp8, {} "
+                                 "goes on an inner node",
                                  node.path, node.component, not_recompute->key))
               .note(node.range, "instantiated here");
           return;
@@ -642,6 +643,18 @@ class StrategyElaborator {
       } else if (e.key == "recompute") {
         std::optional<bool> v = eval_.eval_bool(*e.value, scope, "recompute");
         if (v) c.recompute = *v;
+      } else if (e.key == "fp8") {
+        std::optional<bool> v = eval_.eval_bool(*e.value, scope, "fp8");
+        if (!v) continue;
+        if (*v && out_.run.fp8 == Fp8Recipe::None) {
+          diags_
+              .error(diag::kBadConfig, e.value->range,
+                     "fp8 = true on a node needs an FP8 recipe for the run to follow: set `fp8 = tensorwise` or "
+                     "`blockwise` in the train or inference block, and `fp8 = false` where GEMMs stay out of it")
+              .note(out_.run.range, "the run's block");
+          continue;
+        }
+        c.fp8 = *v;
       } else if (e.key == "overlap_all_to_all") {
         std::optional<bool> v = eval_.eval_bool(*e.value, scope, "overlap_all_to_all");
         if (v) c.overlap_all_to_all = *v;
@@ -649,8 +662,8 @@ class StrategyElaborator {
         schedule_kind(e, scope, c);
       } else {
         diags_.error(diag::kBadConfig, e.key_range,
-                     fmt::format("unknown schedule key '{}' (keys: micro_batches, max_ongoing, recompute, kind, "
-                                 "overlap_all_to_all)",
+                     fmt::format("unknown schedule key '{}' (keys: micro_batches, max_ongoing, recompute, fp8, "
+                                 "kind, overlap_all_to_all)",
                                  e.key));
       }
     }

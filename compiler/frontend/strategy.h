@@ -84,6 +84,9 @@ struct ScheduleConfig {
   std::optional<int64_t> micro_batches;
   std::optional<int64_t> max_ongoing;
   std::optional<bool> recompute;
+  // false: the subtree's GEMMs stay in the compute precision under the
+  // run's FP8 recipe (attention's projections, the first and last layers).
+  std::optional<bool> fp8;
   // A micro-batch's forward and another's backward on one rank interleaved
   // at their all-to-alls, each hiding the other's (DualPipe, Megatron-Core's
   // --overlap-moe-expert-parallel-comm).

@@ -420,6 +420,9 @@ class LogicalGraphBuilder {
     spec.resize_for(g.nodes.size(), g.tensors.size());
     run_config(spec);
     spec.train.cp_exchange = ContextParallelExchange::AllGather;  // one device: no ring to pass keys around
+    // Which GEMMs run in FP8 is the model's arithmetic, not its layout.
+    for (const frontend::ScheduleConfig& sc : strategy_.schedules)
+      if (sc.fp8) (spec.schedule[sc.node] ? *spec.schedule[sc.node] : spec.schedule[sc.node].emplace()).fp8 = sc.fp8;
     return spec;
   }
 
@@ -432,18 +435,24 @@ class LogicalGraphBuilder {
     spec.resize_for(g.nodes.size(), g.tensors.size());
     run_config(spec);
 
+    // Several configs on one node combine, a later one's keys over an
+    // earlier one's (`**.attn.** schedule { fp8 = false }` and
+    // `**.attn.core schedule { recompute = true }` both reach the core).
     for (const frontend::ScheduleConfig& sc : strategy_.schedules) {
-      ScheduleConfig c;
+      ScheduleConfig& c = spec.schedule[sc.node] ? *spec.schedule[sc.node] : spec.schedule[sc.node].emplace();
       if (sc.micro_batches) c.micro_batches = static_cast<int32_t>(*sc.micro_batches);
       if (sc.max_ongoing) c.max_ongoing = static_cast<int32_t>(*sc.max_ongoing);
-      c.recompute = sc.recompute;
-      c.overlap_all_to_all = sc.overlap_all_to_all;
-      c.kind = sc.kind;
-      if (sc.kind == schedule::ScheduleKind::Interleaved || sc.kind == schedule::ScheduleKind::ZeroBubbleV)
-        c.virtual_stages = static_cast<int32_t>(sc.virtual_stages);
+      if (sc.recompute) c.recompute = sc.recompute;
+      if (sc.fp8) c.fp8 = sc.fp8;
+      if (sc.overlap_all_to_all) c.overlap_all_to_all = sc.overlap_all_to_all;
+      if (sc.kind) {
+        c.kind = sc.kind;
+        c.virtual_stages.reset();
+        if (sc.kind == schedule::ScheduleKind::Interleaved || sc.kind == schedule::ScheduleKind::ZeroBubbleV)
+          c.virtual_stages = static_cast<int32_t>(sc.virtual_stages);
+      }
       if (!sc.table.empty()) c.table = sc.table;
       c.where = sc.range;
-      spec.schedule[sc.node] = c;
     }
     // Gradient accumulation: each optimizer step runs `accumulate` times as
     // many micro-batches over a batch that many times larger.

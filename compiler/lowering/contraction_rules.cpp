@@ -34,7 +34,7 @@ void Lowering::mark_fp8_ops() {
     int params = 0;
     for (const Operand& in : lop.inputs) params += graph.tensors[in.tensor].kind == TensorKind::Param;
     if (params != 1 || !ir::is_float(graph.tensors[lop.output].dtype) || !in_repeat(lop.node)) continue;
-    fp8_ops_[op] = !scores_routing(lop.output, 0);
+    fp8_ops_[op] = resolved.schedule[static_cast<size_t>(lop.node)].fp8 && !scores_routing(lop.output, 0);
   }
 }
 

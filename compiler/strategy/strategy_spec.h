@@ -88,6 +88,7 @@ struct ScheduleConfig {
   std::optional<int32_t> micro_batches;
   std::optional<int32_t> max_ongoing;
   std::optional<bool> recompute;
+  std::optional<bool> fp8;  // false: the subtree stays out of the run's FP8 recipe
   std::optional<bool> overlap_all_to_all;
   std::optional<schedule::ScheduleKind> kind;
   std::optional<int32_t> virtual_stages;

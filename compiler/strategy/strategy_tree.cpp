@@ -24,6 +24,7 @@ std::vector<ResolvedSchedule> inherit_schedules(const LogicalGraph& graph, const
       if (c.micro_batches) r.micro_batches = *c.micro_batches;
       if (c.max_ongoing) r.max_ongoing = *c.max_ongoing;
       if (c.recompute) r.recompute = *c.recompute;
+      if (c.fp8) r.fp8 = *c.fp8;
       if (c.overlap_all_to_all) r.overlap_all_to_all = *c.overlap_all_to_all;
       if (c.kind) r.kind = *c.kind;
       if (c.virtual_stages) r.virtual_stages = *c.virtual_stages;

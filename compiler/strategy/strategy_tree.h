@@ -19,6 +19,7 @@ struct ResolvedSchedule {
   int32_t micro_batches = 1;
   int32_t max_ongoing = 0;  // 0: the schedule's own limit
   bool recompute = false;
+  bool fp8 = true;                  // under the run's FP8 recipe (frontend::ScheduleConfig)
   bool overlap_all_to_all = false;  // see frontend::ScheduleConfig
   schedule::ScheduleKind kind = schedule::ScheduleKind::OneFOneB;
   int32_t virtual_stages = 1;

@@ -1,0 +1,1 @@
+compile tests/golden/verify/fp8_mlp_only.dstrat --emit tree
