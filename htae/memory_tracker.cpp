@@ -15,6 +15,7 @@ std::string_view memory_kind_name(MemoryKind kind) {
     case MemoryKind::Activations: return "activations";
     case MemoryKind::Other: return "other";
     case MemoryKind::KvCache: return "kv cache";
+    case MemoryKind::CommBuffers: return "comm buffers";
   }
   return "?";
 }

@@ -13,10 +13,11 @@ namespace dstc::htae {
 // What live bytes hold, for the breakdown at the peak: the weights, the
 // optimizer's state (its fp32 master copy included), accumulated weight
 // gradients, forward values (activations, saved or recomputed), the rest
-// (activation gradients, communication buffers), and in inference the
-// attention's KV caches.
-enum class MemoryKind : uint8_t { Weights, OptimizerState, Gradients, Activations, Other, KvCache };
-inline constexpr size_t kMemoryKinds = 6;
+// (activation gradients, collectives' results), in inference the
+// attention's KV caches, and the buffers a communication library holds for
+// the whole run (DeepEP's).
+enum class MemoryKind : uint8_t { Weights, OptimizerState, Gradients, Activations, Other, KvCache, CommBuffers };
+inline constexpr size_t kMemoryKinds = 7;
 std::string_view memory_kind_name(MemoryKind kind);
 using MemoryBreakdown = std::array<int64_t, kMemoryKinds>;  // bytes by MemoryKind
 

@@ -20,7 +20,7 @@ struct OpCostEstimate {
 // The efficiency curves: e(x) = peak x x / (x + half), saturating at `peak`
 // and reaching half of it at `half`.
 struct EfficiencyCurves {
-  double matmul_peak = 0.80;     // of the tensor-core peak, large matmuls
+  double matmul_peak = 0.80;  // of the tensor-core peak, large matmuls
   // FP8 matmuls reach less of their (doubled) peak: `dstc calibrate` on an
   // H100 and an H200 measured layer-sized fp8 GEMMs 0.90-0.92 as fast as
   // 0.80 predicts where bf16 ran 0.99-1.01 (docs/accuracy.md, "Matmul rates").

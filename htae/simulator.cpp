@@ -311,6 +311,18 @@ void Executor::prepare() {
       memory_.alloc(c, bytes, 0, kind_[a.value]);
     }
   }
+  // DeepEP's buffers (the experts' exchange under moe_dispatcher = deepep),
+  // allocated once per process and sized for its largest group and token.
+  std::vector<int64_t> deepep(classes_.count(), 0);
+  for (const ir::Op& op : f_.ops) {
+    if (op.kind != ir::OpKind::AllToAll || ir::AttrReader(m_, f_, op).integer("copies") < 2) continue;
+    const ir::TensorType& tokens = m_.value_type(f_, f_.operands(op)[0]);
+    const int64_t hidden = tokens.dim(tokens.rank - 1) * std::max<int64_t>(ir::dtype_bytes(tokens.dtype), 2);
+    const int64_t bytes = deepep_buffer_bytes(ir::group_size(m_, op), hidden);
+    for (uint32_t c : classes_.in_set(op.devices)) deepep[c] = std::max(deepep[c], bytes);
+  }
+  for (uint32_t c = 0; c < deepep.size(); ++c)
+    if (deepep[c] > 0) memory_.alloc(c, deepep[c], 0, MemoryKind::CommBuffers);
   // An optimizer updates the parameters and states it is given in place
   // (torch.optim, Megatron's optimizer): each result takes the memory of
   // the first argument operand of its type not yet taken.
