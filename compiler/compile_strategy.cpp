@@ -46,6 +46,7 @@ bool caches_fit_their_attention(const LogicalGraph& graph, const StrategySpec& s
       if (!(cache->written >> a & 1u) || cache->layout[a].kind != ir::Sbp::Split) continue;
       const AxisSignature& axis = sbp.ops[op].axes[a];
       const std::string& name = spec.mesh.axes()[a].name;
+      if (spec.mesh.axes()[a].size == 1) continue;  // one rank holds every position
       if (axis.inputs[1] != kBroadcast) {
         diags.error(diag::kCacheLayout, cache->where,
                     fmt::format("{}'s KV cache splits its positions over '{}', where its keys are {}: a cache "

@@ -315,7 +315,7 @@ void Executor::prepare() {
   // allocated once per process and sized for its largest group and token.
   std::vector<int64_t> deepep(classes_.count(), 0);
   for (const ir::Op& op : f_.ops) {
-    if (op.kind != ir::OpKind::AllToAll || ir::AttrReader(m_, f_, op).integer("copies") < 2) continue;
+    if (op.kind != ir::OpKind::AllToAll || ir::AttrReader(m_, f_, op).integer("copies") < 1) continue;
     const ir::TensorType& tokens = m_.value_type(f_, f_.operands(op)[0]);
     const int64_t hidden = tokens.dim(tokens.rank - 1) * std::max<int64_t>(ir::dtype_bytes(tokens.dtype), 2);
     const int64_t bytes = deepep_buffer_bytes(ir::group_size(m_, op), hidden);

@@ -22,7 +22,6 @@ std::string schedule_text(const ResolvedSchedule& s) {
       fmt::format("micro_batches={} kind={} recompute={}", s.micro_batches, kind, s.recompute ? "on" : "off");
   if (s.max_ongoing > 0) out += fmt::format(" max_ongoing={}", s.max_ongoing);
   if (s.overlap_all_to_all) out += " overlap_all_to_all=on";
-  if (!s.fp8) out += " fp8=off";
   return out;
 }
 
@@ -54,6 +53,9 @@ std::string print_strategy_tree(const LogicalGraph& graph, const StrategySpec& s
       if (reasons) out += set_here ? " (user)" : " (default)";
     }
     if (node.leaf() && !node.ops.empty()) out += fmt::format("  stage {}", r.stage_of_op[node.ops.front()]);
+    // Where a config turns the run's FP8 recipe off (or back on) below.
+    if (n < spec.schedule.size() && spec.schedule[n] && spec.schedule[n]->fp8)
+      out += *spec.schedule[n]->fp8 ? "  fp8=on" : "  fp8=off";
     if (node.leaf() && reasons && s.recompute) {
       const std::string& from = graph.nodes[s.set_at].path;
       out += fmt::format("  recompute (inherited from {})", from.empty() ? "the model" : from);

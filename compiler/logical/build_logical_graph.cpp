@@ -445,14 +445,19 @@ class LogicalGraphBuilder {
       if (sc.recompute) c.recompute = sc.recompute;
       if (sc.fp8) c.fp8 = sc.fp8;
       if (sc.overlap_all_to_all) c.overlap_all_to_all = sc.overlap_all_to_all;
-      if (sc.kind) {
+      // A built-in kind and a table are one key: the later replaces both.
+      if (sc.kind || !sc.table.empty()) {
         c.kind = sc.kind;
         c.virtual_stages.reset();
+        c.table.reset();
         if (sc.kind == schedule::ScheduleKind::Interleaved || sc.kind == schedule::ScheduleKind::ZeroBubbleV)
           c.virtual_stages = static_cast<int32_t>(sc.virtual_stages);
+        if (!sc.table.empty()) c.table = sc.table;
       }
-      if (!sc.table.empty()) c.table = sc.table;
-      c.where = sc.range;
+      // Where the schedule was set, for its diagnostics: not a config of fp8 alone.
+      const bool schedules =
+          sc.micro_batches || sc.max_ongoing || sc.recompute || sc.overlap_all_to_all || sc.kind || !sc.table.empty();
+      if (schedules || !c.where.valid()) c.where = sc.range;
     }
     // Gradient accumulation: each optimizer step runs `accumulate` times as
     // many micro-batches over a batch that many times larger.

@@ -29,7 +29,9 @@ std::vector<ResolvedSchedule> inherit_schedules(const LogicalGraph& graph, const
       if (c.kind) r.kind = *c.kind;
       if (c.virtual_stages) r.virtual_stages = *c.virtual_stages;
       if (c.table) r.table = c.table;
-      r.set_at = static_cast<int32_t>(n);
+      // The nearest node that set the schedule (fp8 is the arithmetic's).
+      if (c.micro_batches || c.max_ongoing || c.recompute || c.overlap_all_to_all || c.kind || c.table)
+        r.set_at = static_cast<int32_t>(n);
     }
     resolved[n] = r;
   }
