@@ -545,12 +545,19 @@ class StrategyElaborator {
   }
 
   // Parameters whose `node path . name` matches, and all under matched nodes.
-  std::vector<TensorId> match_params(const std::vector<Segment>& sel) {
+  // Per node: whether it is a matched node or below one (`**` matches all).
+  std::vector<bool> matched_subtrees(const std::vector<Segment>& sel) {
     const Model& m = *out_.model;
     std::vector<bool> under(m.nodes.size(), false);
     for (NodeId n : match_nodes(sel)) under[static_cast<size_t>(n)] = true;
-    if (!sel.empty() && sel.size() == 1 && sel[0].any_depth) under[0] = true;
+    if (sel.size() == 1 && sel[0].any_depth) under[0] = true;
     for (size_t i = 1; i < m.nodes.size(); ++i) under[i] = under[i] || under[static_cast<size_t>(m.nodes[i].parent)];
+    return under;
+  }
+
+  std::vector<TensorId> match_params(const std::vector<Segment>& sel) {
+    const Model& m = *out_.model;
+    std::vector<bool> under = matched_subtrees(sel);
     std::vector<TensorId> out;
     for (size_t t = 0; t < m.tensors.size(); ++t) {
       const Tensor& tensor = m.tensors[t];
@@ -1126,10 +1133,7 @@ class StrategyElaborator {
     std::optional<std::vector<Segment>> sel = segments(s.selectors[0], scope);
     if (!sel) return;
     const Model& m = *out_.model;
-    std::vector<bool> under(m.nodes.size(), false);
-    for (NodeId n : match_nodes(*sel)) under[static_cast<size_t>(n)] = true;
-    if (sel->size() == 1 && (*sel)[0].any_depth) under[0] = true;
-    for (size_t i = 1; i < m.nodes.size(); ++i) under[i] = under[i] || under[static_cast<size_t>(m.nodes[i].parent)];
+    std::vector<bool> under = matched_subtrees(*sel);
     std::vector<NodeId> leaves;
     const Op* attention = nullptr;  // the first, whose keys name the cache's dims
     for (size_t i = 1; i < m.nodes.size(); ++i) {
