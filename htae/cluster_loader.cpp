@@ -21,7 +21,8 @@ constexpr PhysicalRange kBandwidth{1e6, false, 1e15, "bytes/s"};
 constexpr PhysicalRange kLatency{0, false, 1, "s"};
 constexpr PhysicalRange kLaunchOverhead{0, false, 1e-2, "s"};
 constexpr PhysicalRange kPeakFlops{1e9, false, 1e18, "FLOP/s"};
-constexpr PhysicalRange kOverlapFactor{1, false, 100, ""};
+// The largest GPUs have under 200 SMs (B200: 148); 1024 leaves room.
+constexpr int64_t kMaxSms = 1024;
 constexpr int64_t kMaxMemoryBytes = int64_t{1} << 50;  // 1 PiB per GPU
 
 class ClusterLoader {
@@ -61,7 +62,7 @@ class ClusterLoader {
     if (const toml::table* gpu = root.table("gpu", true)) read_gpu(*gpu, spec.gpu);
     const toml::table* intra = root.table("intra_node", true);
     const toml::table* nic = root.table("nic", false);
-    if (const toml::table* runtime = root.table("runtime", false)) read_runtime(*runtime, spec.runtime);
+    if (const toml::table* runtime = root.table("runtime", false)) read_runtime(*runtime, spec.gpu.sms, spec.runtime);
     root.reject_unknown_keys();
     if (gpus == 0) return std::nullopt;
     spec.gpus_per_node = static_cast<int>(gpus);
@@ -89,6 +90,7 @@ class ClusterLoader {
     gpu.memory_bytes = r.integer("memory_bytes", true, 1, kMaxMemoryBytes).value_or(0);
     gpu.hbm_bandwidth = r.number("hbm_bandwidth", true, kBandwidth).value_or(0);
     gpu.launch_overhead = r.number("launch_overhead", true, kLaunchOverhead).value_or(0);
+    gpu.sms = r.integer("sms", false, 1, kMaxSms).value_or(0);
     if (const toml::table* peaks = r.table("peak_flops", true)) {
       TableReader p(*peaks, "gpu.peak_flops", toml_.file, sources_, diags_);
       for (ComputeDtype dtype : kComputeDtypes) {
@@ -100,9 +102,25 @@ class ClusterLoader {
     r.reject_unknown_keys();
   }
 
-  void read_runtime(const toml::table& table, RuntimeSpec& runtime) {
+  void read_runtime(const toml::table& table, int64_t gpu_sms, RuntimeSpec& runtime) {
     TableReader r(table, "runtime", toml_.file, sources_, diags_);
-    runtime.overlap_factor = r.number("overlap_factor", false, kOverlapFactor).value_or(1.0);
+    if (const toml::node* old = table.get("overlap_factor")) {
+      // A flat slowdown before 2026-11-28; an SM count now (docs/cluster.md).
+      r.allow("overlap_factor");
+      diags_.error(diag::kConfigUnknownKey, r.range(*old), "'runtime.overlap_factor' is no longer read")
+          .note(
+              "communication now takes SMs from the compute it overlaps: give the GPU's `sms` in [gpu], and "
+              "here the SMs NCCL's collectives hold (`collective_sms`, `intra_node_collective_sms`) where they "
+              "differ from DGX H100's 16 and 24");
+    }
+    for (auto [key, sms] : {std::pair{"collective_sms", &runtime.collective_sms},
+                            std::pair{"intra_node_collective_sms", &runtime.intra_node_collective_sms}}) {
+      *sms = r.integer(key, false, 0, kMaxSms).value_or(*sms);
+      if (gpu_sms > 0 && *sms >= gpu_sms && table.contains(key)) {
+        diags_.error(diag::kConfigBadValue, r.range(*table.get(key)),
+                     fmt::format("'runtime.{}' ({}) must leave compute some of the GPU's {} SMs", key, *sms, gpu_sms));
+      }
+    }
     runtime.prefetch_gathers = r.integer("prefetch_gathers", false, 0).value_or(runtime.prefetch_gathers);
     if (const toml::table* eff = r.table("collective_efficiency", false)) {
       TableReader e(*eff, "runtime.collective_efficiency", toml_.file, sources_, diags_);

@@ -34,6 +34,9 @@ struct GpuSpec {
   int64_t memory_bytes = 0;
   double hbm_bandwidth = 0;    // bytes/s
   double launch_overhead = 0;  // seconds per kernel
+  // Streaming multiprocessors (data sheet); 0 when the file gives none, and
+  // then communication does not slow the compute it overlaps.
+  int64_t sms = 0;
 
   // The peak for `dtype`, or the fp32 peak when the GPU has no faster path
   // for it (it computes in fp32).
@@ -81,9 +84,12 @@ struct NetworkSpec {
 };
 
 struct RuntimeSpec {
-  // Compute is slowed by this factor while gradient communication runs on
-  // the same device (Proteus' overlap factor gamma; 1 = no slowdown).
-  double overlap_factor = 1.0;
+  // SMs an NCCL collective's kernel occupies, one per channel, for a group
+  // across nodes and one within a node; NCCL's CTAs do not share an SM
+  // with compute kernels, so an overlapped compute op runs on the rest
+  // (docs/simulator.md, "Comp-comm overlap"). NCCL's counts on DGX H100s.
+  int64_t collective_sms = 16;
+  int64_t intra_node_collective_sms = 24;
   // How many parameter all-gathers (ZeRO-3, FSDP: a parameter shard, or its
   // low-precision copy, gathered on the feature stream) a device runs ahead
   // of their use: gather n waits until computation reaches the first use of

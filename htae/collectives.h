@@ -92,6 +92,10 @@ CollectivePlan deduplicated_all_to_all(const Topology& topology, std::span<const
 // scales; plus a 32 MiB workspace (DeepEP's csrc/config.hpp; numbers in
 // docs/research/deepep-buffers-and-sms.md).
 int64_t deepep_buffer_bytes(int64_t group, int64_t hidden_bytes);
+// The SMs DeepEP's dispatch and combine kernels occupy: Megatron-Core's
+// default `moe_flex_dispatcher_num_sms` (DeepEP's `Buffer.num_sms`), the 20
+// of DeepSeek-V3's report.
+inline constexpr int64_t kDeepepSms = 20;
 
 // Closed-form time of a plan: per phase, the largest transfer latency
 // plus, with `contention`, the most loaded link's bytes over its capacity

@@ -44,9 +44,15 @@ std::string ranks(const std::vector<ir::Rank>& list) {
 
 void print_report_text(std::ostream& out, const SimReport& r) {
   out << fmt::format("simulated @{} on {}\n", r.function, r.cluster);
-  out << fmt::format("  executor       {}, bandwidth sharing {}, comp-comm overlap {} (factor {:g})\n",
-                     executor_name(r.executor), r.bandwidth_sharing ? "on" : "off", r.overlap ? "on" : "off",
-                     r.overlap_factor);
+  out << fmt::format("  executor       {}, bandwidth sharing {}, comp-comm overlap {}", executor_name(r.executor),
+                     r.bandwidth_sharing ? "on" : "off", r.overlap ? "on" : "off");
+  if (r.overlap && r.gpu_sms > 0) {
+    out << fmt::format(" (a collective takes {} of {} SMs, {} within a node)", r.collective_sms, r.gpu_sms,
+                       r.intra_node_collective_sms);
+  } else if (r.overlap) {
+    out << " (no slowdown: the cluster gives no SM count)";
+  }
+  out << "\n";
   if (!r.profile_gpu.empty()) {
     out << fmt::format("  op costs       measured on {} (--profile), the roofline where it has no data\n",
                        r.profile_gpu);
@@ -105,7 +111,9 @@ void print_report_json(std::ostream& out, const SimReport& r) {
   j["executor"] = executor_name(r.executor);
   j["bandwidth_sharing"] = r.bandwidth_sharing;
   j["overlap"] = r.overlap;
-  j["overlap_factor"] = r.overlap_factor;
+  j["gpu_sms"] = r.gpu_sms;
+  j["collective_sms"] = r.collective_sms;
+  j["intra_node_collective_sms"] = r.intra_node_collective_sms;
   if (!r.profile_gpu.empty()) j["profile_gpu"] = r.profile_gpu;
   j["step_time_s"] = r.step_time_s;
   j["samples_per_s"] = r.samples_per_s ? nlohmann::ordered_json(*r.samples_per_s) : nullptr;

@@ -37,13 +37,27 @@ std::optional<ExecutorKind> parse_executor(std::string_view name) {
 namespace {
 
 // Communication whose kernels take SMs from the compute they overlap:
-// gradient collectives (Proteus' gamma) and the expert all-to-alls, which
-// a schedule can run beside another micro-batch's compute (DeepSeek-V3
-// gives its all-to-alls 20 of an H800's 132 SMs). Other activation
-// exchanges block their consumers instead or, pipelined (tensor-parallel
-// overlap's userbuffers, ring attention's sends of a few CTAs, unmeasured),
-// are not charged; copy-engine transfers (pipeline sends) take no SMs.
+// gradient collectives and the expert all-to-alls, which a schedule can run
+// beside another micro-batch's compute. Other activation exchanges block
+// their consumers instead or, pipelined (tensor-parallel overlap's
+// userbuffers, ring attention's sends of a few CTAs, unmeasured), are not
+// charged; pipeline sends are not charged either.
 bool slows_compute(const ir::Op& op) { return op.stream == ir::Stream::Grad || op.kind == ir::OpKind::AllToAll; }
+
+// The SMs such an op's kernels hold while it runs: DeepEP's for the
+// deduplicated expert exchange (`copies`), else one per NCCL channel, of
+// which NCCL builds more for a group inside one node.
+int64_t sms_taken(const ir::Module& m, const ir::Function& f, const ir::Op& op, const CommComponent& comp,
+                  const ClusterSpec& cluster) {
+  if (!slows_compute(op)) return 0;
+  if (op.kind == ir::OpKind::AllToAll && ir::AttrReader(m, f, op).integer("copies") >= 1) return kDeepepSms;
+  auto spans_nodes = [&](const std::vector<int64_t>& group) {
+    return std::any_of(group.begin(), group.end(),
+                       [&](int64_t d) { return d / cluster.gpus_per_node != group[0] / cluster.gpus_per_node; });
+  };
+  bool across = std::any_of(comp.groups.begin(), comp.groups.end(), spans_nodes);
+  return across ? cluster.runtime.collective_sms : cluster.runtime.intra_node_collective_sms;
+}
 
 // How many devices of an op's set compute the very same result: the sizes
 // of the mesh axes it spans on which its result is broadcast (B). Model
@@ -90,7 +104,7 @@ struct ClassState {
   double op_start = 0;
   uint32_t version = 0;
   uint32_t comm_in_flight = 0;
-  uint32_t sm_comm_in_flight = 0;  // communication that slows compute (slows_compute)
+  int64_t comm_sms = 0;  // SMs the communication in flight holds (sms_taken)
   size_t ops_left = 0;
   double finish = 0;
   Activity activity = Activity::idle;
@@ -127,6 +141,7 @@ struct Instance {
   uint32_t groups_left = 0;
   double start = 0;
   double moved = 0;  // a pipelined scatter: when its transfers were done
+  int64_t sms = 0;   // taken from its devices' compute (sms_taken)
 };
 
 // A collective pipelined with a GEMM in `chunks` pieces (the IR's `chunks`,
@@ -153,7 +168,6 @@ class Executor {
         memory_(static_cast<int64_t>(classes_.count()), cluster.gpu.memory_bytes, options.record_trace),
         state_(classes_.count()) {
     queue_count_ = options.executor == ExecutorKind::Htae ? ir::kQueueCount : 1;
-    overlap_rate_ = options.overlap && cluster.runtime.overlap_factor > 0 ? 1 / cluster.runtime.overlap_factor : 1;
   }
 
   void prepare();
@@ -185,6 +199,13 @@ class Executor {
   void try_start(uint32_t c);
   void start_compute(uint32_t c, uint8_t q, OpId op);
   void set_rate(uint32_t c);
+  // The share of a device's SMs its compute has while communication holds
+  // `comm_sms` of them (at least one SM's worth).
+  double compute_rate(const ClassState& s) const {
+    const int64_t sms = cluster_.gpu.sms;
+    if (!options_.overlap || sms <= 0 || s.comm_sms <= 0) return 1;
+    return static_cast<double>(std::max<int64_t>(sms - s.comm_sms, 1)) / static_cast<double>(sms);
+  }
   void arrive(uint32_t c, OpId op);
   void start_instance(OpId rendezvous, uint32_t component);
   void start_phase(uint32_t instance, uint32_t group);
@@ -219,7 +240,6 @@ class Executor {
   // must have reached before that op may start (kNone: no wait).
   std::vector<std::vector<OpId>> feature_gate_;
   int queue_count_ = ir::kQueueCount;
-  double overlap_rate_ = 1;
   double now_ = 0;
 
   // Per value: its first slot; a slot is (value, class) for each class of its set.
@@ -573,7 +593,7 @@ void Executor::try_start(uint32_t c) {
 
 void Executor::set_rate(uint32_t c) {
   ClassState& s = state_[c];
-  double rate = s.sm_comm_in_flight > 0 ? overlap_rate_ : 1;
+  double rate = compute_rate(s);
   if (s.computing == kNone || rate == s.rate) {
     s.rate = rate;
     return;
@@ -591,7 +611,7 @@ void Executor::start_compute(uint32_t c, uint8_t q, OpId id) {
   s.computing_queue = q;
   s.work_left = duration_[id];
   s.since = s.op_start = now_;
-  s.rate = s.sm_comm_in_flight > 0 ? overlap_rate_ : 1;
+  s.rate = compute_rate(s);
   alloc_results(c, f_.ops[id]);
   push_event({now_ + s.work_left / s.rate, c, ++s.version});
   // A pipelined reduce-scatter may start on this GEMM's first piece.
@@ -725,15 +745,16 @@ void Executor::start_instance(OpId rv, uint32_t component) {
   inst.component = component;
   inst.start = now_;
   const CommComponent& comp = layouts_[inst.layout].components[component];
-  auto begin = [&](uint32_t c, const ir::Op& op) {
+  const ir::Op& op = f_.ops[rv];
+  inst.sms = sms_taken(m_, f_, op, comp, cluster_);
+  auto begin = [&](uint32_t c, const ir::Op& member_op) {
     account(c);
     if (!queued_[c]) queued_[c] = 1, worklist_.push_back(c);
     ClassState& s = state_[c];
     ++s.comm_in_flight;
-    if (slows_compute(op)) ++s.sm_comm_in_flight, set_rate(c);
-    alloc_results(c, op);
+    if (inst.sms > 0) s.comm_sms += inst.sms, set_rate(c);
+    alloc_results(c, member_op);
   };
-  const ir::Op& op = f_.ops[rv];
   for (uint32_t c : comp.classes) begin(c, op);
   for (uint32_t c : comp.receivers) begin(c, f_.ops[inst.partner]);
   if (chunks_[rv] > 0 && op.kind == ir::OpKind::AllGather) {
@@ -787,7 +808,7 @@ void Executor::finish_instance(uint32_t id) {
     ClassState& s = state_[c];
     const ir::Op& op = f_.ops[op_id];
     --s.comm_in_flight;
-    if (slows_compute(op)) --s.sm_comm_in_flight, set_rate(c);
+    if (inst.sms > 0) s.comm_sms -= inst.sms, set_rate(c);
     finish_op(c, queue_of(op), op_id, inst.start);
   };
   for (uint32_t c : comp.classes) end(c, inst.op);
@@ -947,7 +968,9 @@ SimReport Executor::report() {
   r.executor = options_.executor;
   r.bandwidth_sharing = options_.bandwidth_sharing;
   r.overlap = options_.overlap;
-  r.overlap_factor = cluster_.runtime.overlap_factor;
+  r.gpu_sms = cluster_.gpu.sms;
+  r.collective_sms = cluster_.runtime.collective_sms;
+  r.intra_node_collective_sms = cluster_.runtime.intra_node_collective_sms;
   if (options_.profile) r.profile_gpu = options_.profile->gpu;
   uint32_t critical = 0;
   for (uint32_t c = 0; c < classes_.count(); ++c) {

@@ -8,8 +8,8 @@
 // starts when it heads its queue and its operands exist on the device;
 // a collective or send/recv starts when every participant is at it, and its
 // transfers then share the physical links max-min fairly in the flow engine.
-// Compute runs slower by the cluster's overlap factor while gradient
-// communication is in flight on the same device.
+// Compute runs on the SMs that gradient communication and expert
+// all-to-alls in flight on the same device leave it.
 #pragma once
 
 #include <cstdint>
@@ -88,8 +88,10 @@ struct SimReport {
   ExecutorKind executor = ExecutorKind::Htae;
   bool bandwidth_sharing = true;
   bool overlap = true;
-  double overlap_factor = 1;
-  std::string profile_gpu;  // the GPU a --profile was measured on; "" without one
+  int64_t gpu_sms = 0;                    // the GPU's SMs (0: not given, no slowdown)
+  int64_t collective_sms = 0;             // those an NCCL collective across nodes holds
+  int64_t intra_node_collective_sms = 0;  // and one within a node
+  std::string profile_gpu;                // the GPU a --profile was measured on; "" without one
 
   double step_time_s = 0;
   std::optional<double> samples_per_s;

@@ -30,9 +30,10 @@ void print_summary(std::ostream& out, const htae::ClusterSpec& spec) {
   out << fmt::format("  devices      {} node{} x {} GPUs = {}\n", spec.nodes, spec.nodes == 1 ? "" : "s",
                      spec.gpus_per_node, spec.num_devices());
   const GpuSpec& gpu = spec.gpu;
-  out << fmt::format("  gpu          {}: {:.4g} GiB, HBM {}, launch {}\n", gpu.name,
+  out << fmt::format("  gpu          {}: {:.4g} GiB, HBM {}, launch {}", gpu.name,
                      static_cast<double>(gpu.memory_bytes) / (1 << 30), bytes_per_second(gpu.hbm_bandwidth),
                      seconds(gpu.launch_overhead));
+  out << (gpu.sms > 0 ? fmt::format(", {} SMs\n", gpu.sms) : std::string("\n"));
   for (ComputeDtype dtype : kComputeDtypes) {
     if (!gpu.peak_flops[static_cast<size_t>(dtype)]) continue;
     out << fmt::format("  peak {:<4}    {} per GPU, {} in all\n", dtype_name(dtype), flops(gpu.peak(dtype)),
@@ -84,7 +85,8 @@ void print_summary(std::ostream& out, const htae::ClusterSpec& spec) {
     out << fmt::format("  route        GPU 0 -> GPU {} (node 1): {} links, {}, {}\n", far, topo.route(0, far).size(),
                        bytes_per_second(topo.route_bandwidth(0, far)), seconds(topo.route_latency(0, far)));
   }
-  out << fmt::format("  runtime      overlap factor {:g}", spec.runtime.overlap_factor);
+  out << fmt::format("  runtime      a collective takes {} SMs, {} within a node{}", spec.runtime.collective_sms,
+                     spec.runtime.intra_node_collective_sms, gpu.sms > 0 ? "" : " (none slows compute: no SM count)");
   for (const auto& [name, eff] : spec.runtime.collective_efficiency)
     out << fmt::format(", {} efficiency {:g}", name, eff);
   out << "\n";

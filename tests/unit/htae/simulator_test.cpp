@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "htae/collectives.h"
 #include "htae/report.h"
 #include "ir/parser.h"
 #include "ir/verifier.h"
@@ -23,7 +24,8 @@ namespace {
 constexpr double kMs = 1e-3;
 
 // `nodes` x `gpus` GPUs; GPUs of a node reach an NVSwitch at 10 GB/s each;
-// one NIC per node at 1 GB/s serves them all; overlap factor 1.5.
+// one NIC per node at 1 GB/s serves them all; 40 SMs, of which an NCCL
+// collective takes 8 within a node and 4 across nodes.
 ClusterSpec test_cluster(int64_t nodes, int gpus, int64_t memory = int64_t{1} << 30) {
   ClusterSpec c;
   c.name = "test";
@@ -41,7 +43,9 @@ ClusterSpec test_cluster(int64_t nodes, int gpus, int64_t memory = int64_t{1} <<
     c.network.nics = {nic};
     c.network.nic_bandwidth = 1e9;
   }
-  c.runtime.overlap_factor = 1.5;
+  c.gpu.sms = 40;
+  c.runtime.collective_sms = 4;
+  c.runtime.intra_node_collective_sms = 8;
   return c;
 }
 
@@ -78,18 +82,18 @@ Outcome simulate_text(const std::string& text, const ClusterSpec& cluster, SimOp
 
 // A matmul (1 ms) on the compute stream beside an all-reduce of 4 MB over
 // two GPUs of one node (ring: each sends 4 MB at 10 GB/s = 0.4 ms).
-std::string compute_beside_all_reduce(std::string_view stream) {
-  return std::string(R"(mesh world[d=2]
-func @f {
+std::string compute_beside_all_reduce(std::string_view stream, int64_t elements = 1000000) {
+  return fmt::format(R"(mesh world[d=2]
+func @f {{
   input %x on world : f32[64, 64]
   param %w on world : f32[64, 64]
-  input %g on world : f32[1000000]
+  input %g on world : f32[{0}]
   %y = matmul(%x, %w) on world : f32[64, 64]
-  %s = all_reduce(%g) on world over [d] stream )") +
-         std::string(stream) + R"( : f32[1000000]
+  %s = all_reduce(%g) on world over [d] stream {1} : f32[{0}]
   return %y, %s
-}
-)";
+}}
+)",
+                     elements, stream);
 }
 
 TEST(Simulator, ComputeQueuesRunInOrder) {
@@ -143,12 +147,14 @@ TEST(Simulator, FeatureCommunicationOverlapsComputeWithoutSlowingIt) {
   EXPECT_EQ(run.report->num_flows, 2);
 }
 
-// While the all-reduce runs (0.4 ms) the matmul progresses at 1/1.5: it
-// has done 0.4/1.5 ms of its work, the rest takes 1 - 0.4/1.5 ms more.
-TEST(Simulator, GradientCommunicationSlowsConcurrentComputeByTheOverlapFactor) {
+// While the all-reduce runs (0.4 ms) the matmul has 32 of the 40 SMs: it
+// has done 0.4 x 0.8 ms of its work, the rest takes 1 - 0.32 ms more.
+TEST(Simulator, GradientCommunicationTakesItsChannelsSmsFromConcurrentCompute) {
   Outcome run = simulate_text(compute_beside_all_reduce("grad"), test_cluster(1, 2));
   ASSERT_TRUE(run.report) << run.errors;
-  EXPECT_NEAR(run.report->step_time_s, (0.4 + (1 - 0.4 / 1.5)) * kMs, 1e-12);
+  EXPECT_NEAR(run.report->step_time_s, (0.4 + (1 - 0.4 * 0.8)) * kMs, 1e-12);
+  EXPECT_EQ(run.report->gpu_sms, 40);
+  EXPECT_EQ(run.report->intra_node_collective_sms, 8);
 
   SimOptions no_overlap;
   no_overlap.overlap = false;
@@ -156,6 +162,63 @@ TEST(Simulator, GradientCommunicationSlowsConcurrentComputeByTheOverlapFactor) {
   ASSERT_TRUE(plain.report) << plain.errors;
   EXPECT_NEAR(plain.report->step_time_s, 1 * kMs, 1e-12);
   EXPECT_FALSE(plain.report->overlap);
+
+  ClusterSpec unknown_sms = test_cluster(1, 2);
+  unknown_sms.gpu.sms = 0;
+  Outcome unslowed = simulate_text(compute_beside_all_reduce("grad"), unknown_sms);
+  ASSERT_TRUE(unslowed.report) << unslowed.errors;
+  EXPECT_NEAR(unslowed.report->step_time_s, 1 * kMs, 1e-12);
+}
+
+// A matmul (1 ms) beside an expert all-to-all (on the gradient stream,
+// which no compute gates, so the two start together): through NCCL
+// (`copies` 0) or DeepEP's deduplicated exchange (`copies` 1), whose
+// kernels hold 20 SMs.
+std::string compute_beside_all_to_all(int copies) {
+  return fmt::format(R"(mesh world[d=2]
+func @f {{
+  input %x on world : f32[64, 64]
+  param %w on world : f32[64, 64]
+  input %t on world : f32[2, 100000] sbp(d=S(0))
+  %y = matmul(%x, %w) on world : f32[64, 64]
+  %s = all_to_all(%t) {{split_dim = 0, concat_dim = 0, copies = {}, experts = 2}} on world over [d] stream grad : f32[2, 100000] sbp(d=S(0))
+  return %y, %s
+}}
+)",
+                     copies);
+}
+
+// Across two nodes NCCL builds fewer channels: the all-reduce (t, from the
+// program-order executor's 1 ms + t) leaves the matmul 36 of the 40 SMs.
+TEST(Simulator, CollectivesAcrossNodesTakeTheirFewerChannelsSms) {
+  SimOptions serial;
+  serial.executor = ExecutorKind::ProgramOrder;
+  Outcome alone = simulate_text(compute_beside_all_reduce("grad", 50000), test_cluster(2, 1), serial);
+  Outcome overlapped = simulate_text(compute_beside_all_reduce("grad", 50000), test_cluster(2, 1));
+  ASSERT_TRUE(alone.report) << alone.errors;
+  ASSERT_TRUE(overlapped.report) << overlapped.errors;
+  double t = alone.report->step_time_s - 1 * kMs;
+  ASSERT_GT(t, 0);
+  ASSERT_LT(t, 1 * kMs);
+  EXPECT_NEAR(overlapped.report->step_time_s, t + (1 * kMs - t * 36 / 40), 1e-12);
+}
+
+// The exchange's own time t comes from the program-order executor (1 ms +
+// t); overlapped, the matmul runs at (40 - SMs) / 40 while it lasts.
+TEST(Simulator, ExpertAllToAllsTakeNcclOrDeepepSmsFromConcurrentCompute) {
+  SimOptions serial;
+  serial.executor = ExecutorKind::ProgramOrder;
+  for (auto [copies, sms] : {std::pair{0, 8}, std::pair{1, int(kDeepepSms)}}) {
+    SCOPED_TRACE(copies);
+    Outcome alone = simulate_text(compute_beside_all_to_all(copies), test_cluster(1, 2), serial);
+    Outcome overlapped = simulate_text(compute_beside_all_to_all(copies), test_cluster(1, 2));
+    ASSERT_TRUE(alone.report) << alone.errors;
+    ASSERT_TRUE(overlapped.report) << overlapped.errors;
+    double t = alone.report->step_time_s - 1 * kMs;
+    ASSERT_GT(t, 0);
+    ASSERT_LT(t, 1 * kMs);
+    EXPECT_NEAR(overlapped.report->step_time_s, t + (1 * kMs - t * (40.0 - sms) / 40), 1e-12);
+  }
 }
 
 TEST(Simulator, ProgramOrderExecutorSerializesStreams) {
