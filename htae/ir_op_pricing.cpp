@@ -109,12 +109,13 @@ ComputeDtype op_compute_dtype(const ir::Module& module, const ir::Function& f, c
 OpCostQuery compute_query(const ir::Module& module, const ir::Function& f, const ir::Op& op, const ir::OpCost& cost) {
   OpCostQuery q;
   q.kind = std::string(ir::op_name(op.kind));
+  q.op_class = ir::op_info(op.kind).cost_class;
   q.dtype = op_compute_dtype(module, f, op);
   q.flops = cost.flops;
   q.bytes_read = cost.bytes;
   if (op.result_count == 0) return q;
   const ir::TensorType& out = module.value_type(f, op.first_result);
-  if (classify_op(q.kind) != OpClass::Matmul) {
+  if (q.op_class != OpClass::Matmul) {
     q.shape.assign(out.shape().begin(), out.shape().end());
     return filled_rows(q, ir::op_fill(f, op).fullest, false);
   }

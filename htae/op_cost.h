@@ -1,5 +1,6 @@
 // What the op estimator needs to know about one op, independent of the IR's
-// classes (the IR adapter fills it from an op and its operand types).
+// classes (the IR adapter fills it from an op, its registry entry and its
+// operand types).
 #pragma once
 
 #include <cstdint>
@@ -8,11 +9,17 @@
 #include <vector>
 
 #include "htae/cluster_spec.h"
+#include "ir/registry.h"
 
 namespace dstc::htae {
 
+// How an op kind is priced: the IR registry's class of each op
+// (docs/cost-model.md has the table of kinds).
+using OpClass = ir::CostClass;
+
 struct OpCostQuery {
   std::string kind;  // the op kind's name: "matmul", "add", "softmax", ...
+  OpClass op_class = OpClass::Elementwise;
   ComputeDtype dtype = ComputeDtype::Fp32;
   double flops = 0;
   double bytes_read = 0;
@@ -24,15 +31,5 @@ struct OpCostQuery {
 
   double bytes() const { return bytes_read + bytes_written; }
 };
-
-// How an op kind is priced (docs/cost-model.md has the table of kinds).
-enum class OpClass {
-  Matmul,       // tensor cores, efficiency rising with the smallest dimension
-  Elementwise,  // memory bound, CUDA cores
-  Reduction,    // memory bound with a lower efficiency (softmax, norms, sums)
-  Optimizer,    // memory bound, the fused multi-tensor optimizer step
-  Free,         // no kernel: views and reshapes
-};
-OpClass classify_op(std::string_view kind);
 
 }  // namespace dstc::htae

@@ -1,69 +1,13 @@
 #include "htae/op_estimator.h"
 
 #include <algorithm>
-#include <array>
 
 namespace dstc::htae {
 namespace {
 
-struct KindClass {
-  std::string_view kind;
-  OpClass op_class;
-};
-
-// Kinds not listed are elementwise.
-constexpr std::array<KindClass, 38> kKindClasses = {{
-    {"matmul", OpClass::Matmul},
-    {"batch_matmul", OpClass::Matmul},
-    {"bmm", OpClass::Matmul},
-    {"linear", OpClass::Matmul},
-    {"einsum", OpClass::Matmul},
-    {"conv", OpClass::Matmul},
-    {"conv2d", OpClass::Matmul},
-    {"attention", OpClass::Matmul},
-    {"attention_part", OpClass::Matmul},
-    {"softmax", OpClass::Reduction},
-    {"log_softmax", OpClass::Reduction},
-    {"layer_norm", OpClass::Reduction},
-    {"layernorm", OpClass::Reduction},
-    {"rms_norm", OpClass::Reduction},
-    {"batch_norm", OpClass::Reduction},
-    {"reduce_sum", OpClass::Reduction},
-    {"reduce_mean", OpClass::Reduction},
-    {"reduce_max", OpClass::Reduction},
-    {"cross_entropy", OpClass::Reduction},
-    {"reshape", OpClass::Free},
-    {"view", OpClass::Free},
-    {"squeeze", OpClass::Free},
-    {"unsqueeze", OpClass::Free},
-    {"identity", OpClass::Free},
-    // The IR's gradient kinds (ir/op_kinds.def).
-    {"attention_grad", OpClass::Matmul},
-    {"conv2d_input_grad", OpClass::Matmul},
-    {"conv2d_weight_grad", OpClass::Matmul},
-    {"softmax_grad", OpClass::Reduction},
-    {"layernorm_grad", OpClass::Reduction},
-    {"layernorm_weight_grad", OpClass::Reduction},
-    {"batchnorm", OpClass::Reduction},
-    {"batchnorm_grad", OpClass::Reduction},
-    {"cross_entropy_grad", OpClass::Reduction},
-    {"cross_entropy_parts", OpClass::Reduction},
-    {"cross_entropy_parts_grad", OpClass::Reduction},
-    {"sum", OpClass::Reduction},
-    {"adam", OpClass::Optimizer},
-    {"sgd", OpClass::Optimizer},
-}};
-
 double saturating(double peak, double x, double half) { return peak * x / (x + half); }
 
 }  // namespace
-
-OpClass classify_op(std::string_view kind) {
-  for (const KindClass& k : kKindClasses) {
-    if (k.kind == kind) return k.op_class;
-  }
-  return OpClass::Elementwise;
-}
 
 OpEstimator::OpEstimator(const GpuSpec& gpu, const ProfileDatabase* profile, EfficiencyCurves curves)
     : gpu_(gpu), profile_(profile), curves_(curves) {}
@@ -104,7 +48,7 @@ double OpEstimator::memory_rate(OpClass op_class, double bytes) const {
 
 OpCostEstimate OpEstimator::roofline(const OpCostQuery& query) const {
   OpCostEstimate e;
-  OpClass op_class = classify_op(query.kind);
+  OpClass op_class = query.op_class;
   if (op_class == OpClass::Free) return e;
   if (query.flops > 0) {
     double rate;
@@ -123,7 +67,7 @@ OpCostEstimate OpEstimator::roofline(const OpCostQuery& query) const {
 
 OpCostEstimate OpEstimator::estimate(const OpCostQuery& query) const {
   OpCostEstimate e = roofline(query);
-  OpClass op_class = classify_op(query.kind);
+  OpClass op_class = query.op_class;
   if (!profile_ || op_class == OpClass::Free) return e;
   if (profile_->rates_cover(op_class, query)) {
     // The roofline above already ran at the measured rates.
@@ -137,7 +81,7 @@ OpCostEstimate OpEstimator::estimate(const OpCostQuery& query) const {
   } else if (const OpProfileEntry* near = profile_->nearest_op(query)) {
     // Outside the measured sizes: the roofline, corrected by how far the
     // nearest measurement was from its own roofline.
-    OpCostQuery at{near->kind, near->dtype, near->flops, near->bytes, 0, near->shape};
+    OpCostQuery at{near->kind, op_class, near->dtype, near->flops, near->bytes, 0, near->shape};
     e.seconds *= near->seconds / roofline(at).seconds;
     e.from_profile = true;
   }

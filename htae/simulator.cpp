@@ -400,7 +400,7 @@ void Executor::prepare() {
         OpCostQuery query = compute_query(m_, f_, op, cost);
         priced->second.seconds = estimator_.estimate(query).seconds;
         priced->second.flops = cost.flops;
-        priced->second.matmul = classify_op(query.kind) == OpClass::Matmul;
+        priced->second.matmul = query.op_class == OpClass::Matmul;
         priced->second.dtype = query.dtype;
       }
       const Priced& price = priced->second;

@@ -20,6 +20,16 @@ namespace dstc::ir {
 
 enum class OpCategory : uint8_t { Compute, Optimizer, Collective, PointToPoint };
 
+// How a compute op's kernel runs, which decides how the cost model prices
+// its FLOPs and bytes (docs/cost-model.md).
+enum class CostClass : uint8_t {
+  Elementwise,  // memory bound, CUDA cores
+  Matmul,       // tensor cores, efficiency rising with the smallest dimension
+  Reduction,    // memory bound with a lower efficiency (softmax, norms, sums)
+  Optimizer,    // memory bound, the fused multi-tensor optimizer step
+  Free,         // no kernel: views and reshapes
+};
+
 struct AttrSpec {
   std::string_view name;
   AttrType type = AttrType::Int;
@@ -78,6 +88,7 @@ struct OpInfo {
   OpKind kind = OpKind::Matmul;
   std::string_view name;
   OpCategory category = OpCategory::Compute;
+  CostClass cost_class = CostClass::Elementwise;
   uint8_t min_operands = 0;
   uint8_t max_operands = 0;  // kVariadic: any number >= min_operands
   uint8_t results = 1;       // kPerOperand: one per operand

@@ -314,36 +314,45 @@ void add_backward_ops(std::vector<OpInfo>& t) {
       return per_input(c, r, find_pointwise(c.attrs.kind())->grad_flops);
     }));
   }
-  t.push_back(make_op(OpKind::SoftmaxGrad, 2, 2, 1, {int_attr("dim", -1)}, softmax_grad_shape,
-                      [](const OpContext& c, Results r) { return per_input(c, r, 4); }));
-  t.push_back(make_op(OpKind::LayerNormGrad, 3, 3, 1, {float_attr("eps", 1e-5)}, layernorm_grad_shape,
-                      [](const OpContext& c, Results r) { return per_input(c, r, 10); }));
-  t.push_back(make_op(OpKind::LayerNormWeightGrad, 2, 2, 2, {float_attr("eps", 1e-5)}, layernorm_weight_grad_shape,
-                      [](const OpContext& c, Results r) { return per_input(c, r, 6); }));
+  t.push_back(
+      priced_as(CostClass::Reduction, make_op(OpKind::SoftmaxGrad, 2, 2, 1, {int_attr("dim", -1)}, softmax_grad_shape,
+                                              [](const OpContext& c, Results r) { return per_input(c, r, 4); })));
+  t.push_back(priced_as(CostClass::Reduction,
+                        make_op(OpKind::LayerNormGrad, 3, 3, 1, {float_attr("eps", 1e-5)}, layernorm_grad_shape,
+                                [](const OpContext& c, Results r) { return per_input(c, r, 10); })));
+  t.push_back(priced_as(CostClass::Reduction, make_op(OpKind::LayerNormWeightGrad, 2, 2, 2, {float_attr("eps", 1e-5)},
+                                                      layernorm_weight_grad_shape, [](const OpContext& c, Results r) {
+                                                        return per_input(c, r, 6);
+                                                      })));
   t.push_back(make_op(OpKind::DropoutGrad, 2, 2, 1, {required("p", AttrType::Float)}, dropout_grad_shape,
                       [](const OpContext& c, Results r) { return per_input(c, r, 2); }));
   t.push_back(make_op(OpKind::EmbeddingGrad, 2, 2, 1,
                       {required("vocab", AttrType::Int), int_attr("offset", 0), int_attr("offset_axis", -1)},
                       embedding_grad_shape, [](const OpContext& c, Results r) { return per_input(c, r, 1); }));
-  t.push_back(make_op(OpKind::CrossEntropyPartsGrad, 5, 5, 1, {}, cross_entropy_parts_grad_shape,
-                      [](const OpContext& c, Results r) {
-                        return OpCost{4.0 * static_cast<double>(c.operands[1].numel()), traffic(c, r)};
-                      }));
-  t.push_back(make_op(OpKind::CrossEntropyGrad, 3, 3, 1, {string_attr("reduction", "mean")}, cross_entropy_grad_shape,
-                      [](const OpContext& c, Results r) {
-                        return OpCost{4.0 * static_cast<double>(c.operands[1].numel()), traffic(c, r)};
-                      }));
-  t.push_back(make_op(OpKind::AttentionGrad, 4, 4, 3, {bool_attr("causal", false), float_attr("scale", 0)},
-                      attention_grad_shape, attention_grad_cost));
+  t.push_back(priced_as(CostClass::Reduction,
+                        make_op(OpKind::CrossEntropyPartsGrad, 5, 5, 1, {}, cross_entropy_parts_grad_shape,
+                                [](const OpContext& c, Results r) {
+                                  return OpCost{4.0 * static_cast<double>(c.operands[1].numel()), traffic(c, r)};
+                                })));
+  t.push_back(priced_as(CostClass::Reduction,
+                        make_op(OpKind::CrossEntropyGrad, 3, 3, 1, {string_attr("reduction", "mean")},
+                                cross_entropy_grad_shape, [](const OpContext& c, Results r) {
+                                  return OpCost{4.0 * static_cast<double>(c.operands[1].numel()), traffic(c, r)};
+                                })));
+  t.push_back(priced_as(CostClass::Matmul,
+                        make_op(OpKind::AttentionGrad, 4, 4, 3, {bool_attr("causal", false), float_attr("scale", 0)},
+                                attention_grad_shape, attention_grad_cost)));
   const std::vector<AttrSpec> conv_attrs = {list_attr("stride"), list_attr("padding"), int_attr("groups", 1)};
-  t.push_back(make_op(
-      OpKind::Conv2dInputGrad, 3, 3, 1, conv_attrs, conv_input_grad_shape,
-      [](const OpContext& c, Results r) { return conv_cost(c, c.operands[0], c.operands[2], r); }, OpCategory::Compute,
-      1u << 1));
-  t.push_back(make_op(
-      OpKind::Conv2dWeightGrad, 3, 3, 1, conv_attrs, conv_weight_grad_shape,
-      [](const OpContext& c, Results r) { return conv_cost(c, c.operands[0], c.operands[2], r); }, OpCategory::Compute,
-      1u << 2));
+  t.push_back(priced_as(CostClass::Matmul,
+                        make_op(
+                            OpKind::Conv2dInputGrad, 3, 3, 1, conv_attrs, conv_input_grad_shape,
+                            [](const OpContext& c, Results r) { return conv_cost(c, c.operands[0], c.operands[2], r); },
+                            OpCategory::Compute, 1u << 1)));
+  t.push_back(priced_as(CostClass::Matmul,
+                        make_op(
+                            OpKind::Conv2dWeightGrad, 3, 3, 1, conv_attrs, conv_weight_grad_shape,
+                            [](const OpContext& c, Results r) { return conv_cost(c, c.operands[0], c.operands[2], r); },
+                            OpCategory::Compute, 1u << 2)));
   const std::vector<AttrSpec> pool_attrs = {required("kernel", AttrType::IntList), list_attr("stride"),
                                             list_attr("padding")};
   t.push_back(make_op(OpKind::MaxPool2dGrad, 2, 2, 1, pool_attrs, pool_grad_shape,
@@ -351,8 +360,9 @@ void add_backward_ops(std::vector<OpInfo>& t) {
   t.push_back(make_op(
       OpKind::AvgPool2dGrad, 2, 2, 1, pool_attrs, pool_grad_shape,
       [](const OpContext& c, Results r) { return per_input(c, r, 1); }, OpCategory::Compute, 1u << 1));
-  t.push_back(make_op(OpKind::BatchNormGrad, 3, 3, 3, {float_attr("eps", 1e-5)}, batchnorm_grad_shape,
-                      [](const OpContext& c, Results r) { return per_input(c, r, 12); }));
+  t.push_back(priced_as(CostClass::Reduction,
+                        make_op(OpKind::BatchNormGrad, 3, 3, 3, {float_attr("eps", 1e-5)}, batchnorm_grad_shape,
+                                [](const OpContext& c, Results r) { return per_input(c, r, 12); })));
   t.push_back(make_op(OpKind::MaximumGrad, 3, 3, 2, {}, maximum_grad_shape,
                       [](const OpContext& c, Results r) { return per_input(c, r, 2); }));
   t.push_back(make_op(OpKind::LogSoftmaxGrad, 2, 2, 1, {int_attr("dim", -1)}, softmax_grad_shape,

@@ -713,10 +713,12 @@ bool batchnorm_apply_shape(const OpContext& ctx, Types& out, std::string& error)
 }  // namespace
 
 void add_forward_ops(std::vector<OpInfo>& t) {
-  t.push_back(make_op(OpKind::Matmul, 2, 2, 1, {bool_attr("transpose_a", false), bool_attr("transpose_b", false)},
-                      matmul_shape, matmul_cost));
-  t.push_back(make_op(OpKind::Einsum, 1, 2, 1, {required("spec", AttrType::String), string_attr("dtype", "")},
-                      einsum_shape, einsum_cost));
+  t.push_back(priced_as(CostClass::Matmul, make_op(OpKind::Matmul, 2, 2, 1,
+                                                   {bool_attr("transpose_a", false), bool_attr("transpose_b", false)},
+                                                   matmul_shape, matmul_cost)));
+  t.push_back(priced_as(CostClass::Matmul,
+                        make_op(OpKind::Einsum, 1, 2, 1, {required("spec", AttrType::String), string_attr("dtype", "")},
+                                einsum_shape, einsum_cost)));
   for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul})
     t.push_back(
         make_op(k, 2, 2, 1, {}, binary_shape, [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
@@ -736,56 +738,65 @@ void add_forward_ops(std::vector<OpInfo>& t) {
     });
     t.push_back(std::move(op));
   }
-  t.push_back(make_op(OpKind::Softmax, 1, 1, 1, {int_attr("dim", -1)}, softmax_shape,
-                      [](const OpContext& c, Results r) { return elementwise_cost(c, r, 5); }));
-  t.push_back(make_op(OpKind::LayerNorm, 3, 3, 1, {float_attr("eps", 1e-5)}, layernorm_shape,
-                      [](const OpContext& c, Results r) { return elementwise_cost(c, r, 8); }));
+  t.push_back(priced_as(CostClass::Reduction,
+                        make_op(OpKind::Softmax, 1, 1, 1, {int_attr("dim", -1)}, softmax_shape,
+                                [](const OpContext& c, Results r) { return elementwise_cost(c, r, 5); })));
+  t.push_back(priced_as(CostClass::Reduction,
+                        make_op(OpKind::LayerNorm, 3, 3, 1, {float_attr("eps", 1e-5)}, layernorm_shape,
+                                [](const OpContext& c, Results r) { return elementwise_cost(c, r, 8); })));
   t.push_back(make_op(OpKind::Dropout, 1, 1, 2, {required("p", AttrType::Float), int_attr("seed", 0)}, dropout_shape,
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 2); }));
   // offset_axis >= 0: the table is a vocabulary shard whose first row is
   // (coordinate on that mesh axis) x (local rows); ids outside it give zeros.
   t.push_back(make_op(OpKind::Embedding, 2, 2, 1, {int_attr("offset", 0), int_attr("offset_axis", -1)}, embedding_shape,
                       gather_cost));
-  t.push_back(make_op(OpKind::CrossEntropy, 2, 2, 1, {string_attr("reduction", "mean")}, cross_entropy_shape,
-                      [](const OpContext& c, Results r) {
-                        return OpCost{5.0 * static_cast<double>(c.operands[0].numel()), traffic(c, r)};
-                      }));
-  t.push_back(
+  t.push_back(priced_as(CostClass::Reduction,
+                        make_op(OpKind::CrossEntropy, 2, 2, 1, {string_attr("reduction", "mean")}, cross_entropy_shape,
+                                [](const OpContext& c, Results r) {
+                                  return OpCost{5.0 * static_cast<double>(c.operands[0].numel()), traffic(c, r)};
+                                })));
+  t.push_back(priced_as(
+      CostClass::Reduction,
       make_op(OpKind::CrossEntropyParts, 3, 3, 2, {}, cross_entropy_parts_shape, [](const OpContext& c, Results r) {
         return OpCost{3.0 * static_cast<double>(c.operands[0].numel()), traffic(c, r)};
-      }));
+      })));
   t.push_back(make_op(OpKind::CrossEntropyTotal, 2, 2, 1, {}, cross_entropy_total_shape,
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 3); }));
   // Operands q, k, v, and in inference with a KV cache the keys' and the
   // values' caches: `context` earlier positions precede k and v.
-  t.push_back(
-      make_op(OpKind::Attention, 3, 5, 1,
-              {bool_attr("causal", false), float_attr("scale", 0), int_attr("context", 0), int_attr("cache_shards", 1)},
-              attention_shape, attention_cost));
+  t.push_back(priced_as(CostClass::Matmul, make_op(OpKind::Attention, 3, 5, 1,
+                                                   {bool_attr("causal", false), float_attr("scale", 0),
+                                                    int_attr("context", 0), int_attr("cache_shards", 1)},
+                                                   attention_shape, attention_cost)));
   // Decode context parallelism: attention over one shard of a split KV
   // cache, then the shards' states merged.
-  t.push_back(make_op(OpKind::AttentionPart, 5, 5, 2,
-                      {bool_attr("causal", false), float_attr("scale", 0), int_attr("context", 0)},
-                      attention_part_shape, attention_part_cost));
+  t.push_back(
+      priced_as(CostClass::Matmul, make_op(OpKind::AttentionPart, 5, 5, 2,
+                                           {bool_attr("causal", false), float_attr("scale", 0), int_attr("context", 0)},
+                                           attention_part_shape, attention_part_cost)));
   t.push_back(make_op(OpKind::AttentionMerge, 2, 2, 1, {}, attention_merge_shape, input_elementwise_cost));
-  t.push_back(make_op(OpKind::Conv2d, 2, 2, 1, {list_attr("stride"), list_attr("padding"), int_attr("groups", 1)},
-                      conv2d_shape,
-                      [](const OpContext& c, Results r) { return conv_cost(c, r[0], c.operands[1], r); }));
+  t.push_back(priced_as(
+      CostClass::Matmul,
+      make_op(OpKind::Conv2d, 2, 2, 1, {list_attr("stride"), list_attr("padding"), int_attr("groups", 1)}, conv2d_shape,
+              [](const OpContext& c, Results r) { return conv_cost(c, r[0], c.operands[1], r); })));
   for (OpKind k : {OpKind::MaxPool2d, OpKind::AvgPool2d})
     t.push_back(make_op(k, 1, 1, 1, {required("kernel", AttrType::IntList), list_attr("stride"), list_attr("padding")},
                         pool_shape, pool_cost));
-  t.push_back(make_op(OpKind::BatchNorm, 3, 3, 1, {float_attr("eps", 1e-5)}, batchnorm_shape,
-                      [](const OpContext& c, Results r) { return elementwise_cost(c, r, 8); }));
+  t.push_back(priced_as(CostClass::Reduction,
+                        make_op(OpKind::BatchNorm, 3, 3, 1, {float_attr("eps", 1e-5)}, batchnorm_shape,
+                                [](const OpContext& c, Results r) { return elementwise_cost(c, r, 8); })));
   t.push_back(
       make_op(OpKind::Slice, 1, 1, 1,
               {required("dim", AttrType::Int), required("start", AttrType::Int), required("end", AttrType::Int)},
               slice_shape, no_flops));
   t.push_back(make_op(OpKind::Concat, 1, kVariadic, 1, {required("dim", AttrType::Int)}, concat_shape, no_flops));
-  t.push_back(make_op(OpKind::Reshape, 1, 1, 1, {required("shape", AttrType::IntList)}, reshape_shape,
-                      [](const OpContext&, Results) { return OpCost{}; }));
+  t.push_back(priced_as(CostClass::Free, make_op(OpKind::Reshape, 1, 1, 1, {required("shape", AttrType::IntList)},
+                                                 reshape_shape, [](const OpContext&, Results) { return OpCost{}; })));
   t.push_back(make_op(OpKind::Transpose, 1, 1, 1, {required("perm", AttrType::IntList)}, transpose_shape, no_flops));
-  t.push_back(make_op(OpKind::Sum, 1, 1, 1, {required("dims", AttrType::IntList), bool_attr("keepdim", false)},
-                      sum_shape, input_elementwise_cost));
+  t.push_back(
+      priced_as(CostClass::Reduction,
+                make_op(OpKind::Sum, 1, 1, 1, {required("dims", AttrType::IntList), bool_attr("keepdim", false)},
+                        sum_shape, input_elementwise_cost)));
   t.push_back(make_op(OpKind::Fill, 0, 0, 1,
                       {required("shape", AttrType::IntList), string_attr("dtype", "f32"), float_attr("value", 0)},
                       fill_shape, no_flops));
@@ -819,12 +830,16 @@ void add_forward_ops(std::vector<OpInfo>& t) {
   for (OpKind k : {OpKind::Exp, OpKind::Sqrt})
     t.push_back(make_op(k, 1, 1, 1, {}, float_unary_shape,
                         [](const OpContext& c, Results r) { return elementwise_cost(c, r, 4); }));
-  t.push_back(make_op(OpKind::LogSoftmax, 1, 1, 1, {int_attr("dim", -1)}, softmax_shape,
-                      [](const OpContext& c, Results r) { return elementwise_cost(c, r, 5); }));
-  t.push_back(make_op(OpKind::RmsNorm, 1, 2, 1, {float_attr("eps", 1e-5)}, rms_norm_shape,
-                      [](const OpContext& c, Results r) { return elementwise_cost(c, r, 5); }));
-  t.push_back(make_op(OpKind::ReduceMax, 1, 1, 1, {required("dims", AttrType::IntList), bool_attr("keepdim", false)},
-                      sum_shape, input_elementwise_cost));
+  t.push_back(priced_as(CostClass::Reduction,
+                        make_op(OpKind::LogSoftmax, 1, 1, 1, {int_attr("dim", -1)}, softmax_shape,
+                                [](const OpContext& c, Results r) { return elementwise_cost(c, r, 5); })));
+  t.push_back(priced_as(CostClass::Reduction,
+                        make_op(OpKind::RmsNorm, 1, 2, 1, {float_attr("eps", 1e-5)}, rms_norm_shape,
+                                [](const OpContext& c, Results r) { return elementwise_cost(c, r, 5); })));
+  t.push_back(
+      priced_as(CostClass::Reduction,
+                make_op(OpKind::ReduceMax, 1, 1, 1, {required("dims", AttrType::IntList), bool_attr("keepdim", false)},
+                        sum_shape, input_elementwise_cost)));
   t.push_back(make_op(OpKind::Expand, 1, 1, 1,
                       {required("shape", AttrType::IntList), required("dims", AttrType::IntList)}, expand_shape,
                       no_flops));

@@ -69,6 +69,7 @@ inline OpInfo make_op(OpKind kind, uint8_t min_operands, uint8_t max_operands, u
   info.kind = kind;
   info.name = op_name(kind);
   info.category = category;
+  if (category == OpCategory::Optimizer) info.cost_class = CostClass::Optimizer;
   info.min_operands = min_operands;
   info.max_operands = max_operands;
   info.results = results;
@@ -76,6 +77,12 @@ inline OpInfo make_op(OpKind kind, uint8_t min_operands, uint8_t max_operands, u
   info.shape_only_operands = shape_only;
   info.infer = infer;
   info.cost = cost;
+  return info;
+}
+
+// An op whose kernel is priced as `cost_class` (the default: elementwise).
+inline OpInfo priced_as(CostClass cost_class, OpInfo info) {
+  info.cost_class = cost_class;
   return info;
 }
 

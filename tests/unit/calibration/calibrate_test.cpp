@@ -92,7 +92,8 @@ TEST(Calibrate, TheEstimatorPricesOpsAtTheMeasuredRates) {
   datasheet.launch_overhead = 1e-6;
   htae::OpEstimator measured(datasheet, &c.profile);
   htae::OpCostQuery mm;
-  mm.kind = "linear";  // any matmul-class kind reads the "matmul" grid
+  mm.kind = "einsum";  // any matmul-class kind reads the "matmul" grid
+  mm.op_class = htae::OpClass::Matmul;
   mm.dtype = ComputeDtype::Bf16;
   mm.shape = {1024, 1024, 1024};
   mm.flops = 2.0 * 1024 * 1024 * 1024;

@@ -23,6 +23,7 @@ GpuSpec a100() {
 OpCostQuery matmul(int64_t m, int64_t n, int64_t k) {
   OpCostQuery q;
   q.kind = "matmul";
+  q.op_class = OpClass::Matmul;
   q.dtype = ComputeDtype::Bf16;
   q.flops = 2.0 * m * n * k;
   q.bytes_read = 2.0 * (m * k + k * n);
@@ -39,9 +40,12 @@ TEST(OpEstimator, EfficiencyCurves) {
   EXPECT_DOUBLE_EQ(est.memory_efficiency(OpClass::Elementwise, 256 * 1024), 0.425);
   EXPECT_DOUBLE_EQ(est.memory_efficiency(OpClass::Reduction, 256 * 1024), 0.35);
   EXPECT_DOUBLE_EQ(est.memory_efficiency(OpClass::Optimizer, 256 * 1024), 0.39);
-  EXPECT_EQ(classify_op("layer_norm"), OpClass::Reduction);
-  EXPECT_EQ(classify_op("adam"), OpClass::Optimizer);
-  EXPECT_EQ(classify_op("gelu"), OpClass::Elementwise);
+  // Each op's class is its registry entry's.
+  EXPECT_EQ(ir::op_info(ir::OpKind::LayerNorm).cost_class, OpClass::Reduction);
+  EXPECT_EQ(ir::op_info(ir::OpKind::Adam).cost_class, OpClass::Optimizer);
+  EXPECT_EQ(ir::op_info(ir::OpKind::Gelu).cost_class, OpClass::Elementwise);
+  EXPECT_EQ(ir::op_info(ir::OpKind::AttentionPart).cost_class, OpClass::Matmul);
+  EXPECT_EQ(ir::op_info(ir::OpKind::Reshape).cost_class, OpClass::Free);
 }
 
 // 4096^3 bf16 matmul: 2 x 4096^3 FLOPs at 312 TFLOP/s x 0.7758 = 0.5678 ms,
@@ -71,6 +75,7 @@ TEST(OpEstimator, ViewsCostNothing) {
   OpEstimator est(a100());
   OpCostQuery reshape;
   reshape.kind = "reshape";
+  reshape.op_class = OpClass::Free;
   reshape.bytes_read = 1e9;
   EXPECT_EQ(est.estimate(reshape).seconds, 0.0);
 }
@@ -188,6 +193,7 @@ TEST(ProfileDatabase, TheShippedProfilesLoadAndCoverLayerShapes) {
     // tokens (cuDNN: 580-640 TFLOP/s), not as a matmul of width 128.
     OpCostQuery attention;
     attention.kind = "attention";
+    attention.op_class = OpClass::Matmul;
     attention.dtype = ComputeDtype::Bf16;
     attention.shape = {32 * 8192, 128, 8192};
     attention.flops = 2.0 * 32 * 8192 * 8192 * 128;
