@@ -365,18 +365,24 @@ void add_backward_ops(std::vector<OpInfo>& t) {
                                 [](const OpContext& c, Results r) { return per_input(c, r, 12); })));
   t.push_back(make_op(OpKind::MaximumGrad, 3, 3, 2, {}, maximum_grad_shape,
                       [](const OpContext& c, Results r) { return per_input(c, r, 2); }));
-  t.push_back(make_op(OpKind::LogSoftmaxGrad, 2, 2, 1, {int_attr("dim", -1)}, softmax_grad_shape,
-                      [](const OpContext& c, Results r) { return per_input(c, r, 4); }));
-  t.push_back(make_op(OpKind::RmsNormGrad, 2, 3, 1, {float_attr("eps", 1e-5)}, rms_norm_grad_shape,
-                      [](const OpContext& c, Results r) { return per_input(c, r, 8); }));
-  t.push_back(make_op(OpKind::RmsNormWeightGrad, 2, 2, 1, {float_attr("eps", 1e-5)}, rms_norm_weight_grad_shape,
-                      [](const OpContext& c, Results r) { return per_input(c, r, 4); }));
+  t.push_back(priced_as(CostClass::Reduction,
+                        make_op(OpKind::LogSoftmaxGrad, 2, 2, 1, {int_attr("dim", -1)}, softmax_grad_shape,
+                                [](const OpContext& c, Results r) { return per_input(c, r, 4); })));
+  t.push_back(priced_as(CostClass::Reduction,
+                        make_op(OpKind::RmsNormGrad, 2, 3, 1, {float_attr("eps", 1e-5)}, rms_norm_grad_shape,
+                                [](const OpContext& c, Results r) { return per_input(c, r, 8); })));
+  t.push_back(priced_as(CostClass::Reduction, make_op(OpKind::RmsNormWeightGrad, 2, 2, 1, {float_attr("eps", 1e-5)},
+                                                      rms_norm_weight_grad_shape, [](const OpContext& c, Results r) {
+                                                        return per_input(c, r, 4);
+                                                      })));
   t.push_back(make_op(OpKind::ReduceMaxGrad, 3, 3, 1, {required("dims", AttrType::IntList)}, reduce_max_grad_shape,
                       [](const OpContext& c, Results r) {
                         return OpCost{static_cast<double>(r[0].numel()), traffic(c, r)};
                       }));
-  t.push_back(make_op(OpKind::BatchNormWeightGrad, 4, 4, 2, {required("count", AttrType::Int), float_attr("eps", 1e-5)},
-                      batchnorm_weight_grad_shape, [](const OpContext& c, Results r) { return per_input(c, r, 6); }));
+  t.push_back(priced_as(
+      CostClass::Reduction,
+      make_op(OpKind::BatchNormWeightGrad, 4, 4, 2, {required("count", AttrType::Int), float_attr("eps", 1e-5)},
+              batchnorm_weight_grad_shape, [](const OpContext& c, Results r) { return per_input(c, r, 6); })));
   t.push_back(make_op(OpKind::BatchNormInputGrad, 7, 7, 1, {required("count", AttrType::Int), float_attr("eps", 1e-5)},
                       batchnorm_input_grad_shape, [](const OpContext& c, Results r) { return per_input(c, r, 8); }));
 }
