@@ -265,6 +265,16 @@ struct Propagator {
           if (why == ConfigReason::User && first_report(*config, a) && reported_splits.insert(message).second) {
             diags.error(diag::kSplitNotDivisible, config->where, message)
                 .note(op.where, fmt::format("first in this {} op", ops::op_name(op.type)));
+          } else if (why == ConfigReason::Default && first_report(*config, a)) {
+            // Silently replicating the op over the axis would predict a
+            // step many times slower with no hint why.
+            diags
+                .warning(diag::kDefaultSplitDropped, config->where,
+                         message + "; the planner chose another layout there")
+                .note(op.where, fmt::format("first in this {} op", ops::op_name(op.type)))
+                .note(
+                    "see the chosen layouts with --explain; a micro-batch count that leaves each device a whole "
+                    "number of samples keeps the split");
           }
           continue;
         }
