@@ -31,6 +31,7 @@ schedule::ScheduleKind kind_from_name(const std::string& name) {
   if (name == "interleaved") return schedule::ScheduleKind::Interleaved;
   if (name == "zb_h1") return schedule::ScheduleKind::ZeroBubbleH1;
   if (name == "zb_v") return schedule::ScheduleKind::ZeroBubbleV;
+  if (name == "dualpipe_v") return schedule::ScheduleKind::DualPipeV;
   return schedule::ScheduleKind::OneFOneB;
 }
 
@@ -64,8 +65,9 @@ int run_schedule(const ScheduleOptions& o, CommandContext& ctx) {
     table = schedule::read_schedule_csv(*file, {o.ranks, o.virtual_stages, o.micro_batches}, diags);
     title = fmt::format("schedule table {}", o.table_path);
   } else {
-    int32_t virtual_stages =
-        o.kind == "zb_v" && o.virtual_stages == 1 ? schedule::kZeroBubbleVStagesPerRank : o.virtual_stages;
+    int32_t virtual_stages = schedule::v_shaped(kind_from_name(o.kind)) && o.virtual_stages == 1
+                                 ? schedule::kZeroBubbleVStagesPerRank
+                                 : o.virtual_stages;
     schedule::ScheduleRequest request{kind_from_name(o.kind), o.ranks,       virtual_stages,
                                       o.micro_batches,        o.max_ongoing, o.forward_only};
     auto generated = schedule::generate_schedule(request);
@@ -102,8 +104,8 @@ int run_schedule(const ScheduleOptions& o, CommandContext& ctx) {
 Command add_schedule_command(CLI::App& root) {
   auto options = std::make_shared<ScheduleOptions>();
   CLI::App* sub = root.add_subcommand("schedule", "Print and check a pipeline schedule (built-in or a CSV table)");
-  sub->add_option("--kind", options->kind, "Built-in schedule: gpipe, 1f1b, interleaved, zb_h1 or zb_v")
-      ->transform(one_of({"gpipe", "1f1b", "interleaved", "zb_h1", "zb_v"}))
+  sub->add_option("--kind", options->kind, "Built-in schedule: gpipe, 1f1b, interleaved, zb_h1, zb_v or dualpipe_v")
+      ->transform(one_of({"gpipe", "1f1b", "interleaved", "zb_h1", "zb_v", "dualpipe_v"}))
       ->capture_default_str();
   sub->add_option("--table", options->table_path,
                   "A CSV schedule table (torch.distributed.pipelining format: a row per rank, cells like 0F1)")

@@ -720,18 +720,20 @@ class StrategyElaborator {
                                 : schedule::ScheduleKind::ZeroBubbleH1;
       return;
     }
-    if (kind == "zb_v") {
-      c.kind = schedule::ScheduleKind::ZeroBubbleV;
+    if (kind == "zb_v" || kind == "dualpipe_v") {
+      c.kind = kind == "zb_v" ? schedule::ScheduleKind::ZeroBubbleV : schedule::ScheduleKind::DualPipeV;
       c.virtual_stages = schedule::kZeroBubbleVStagesPerRank;
       return;
     }
     if (k.ok()) {
       auto error = diags_.error(
           diag::kBadConfig, v.range,
-          fmt::format("schedule kind must be gpipe, 1f1b, interleaved(V), zb_h1, zb_v or table(\"file.csv\"), not {}",
-                      to_string(k)));
+          fmt::format(
+              "schedule kind must be gpipe, 1f1b, interleaved(V), zb_h1, zb_v, dualpipe_v or table(\"file.csv\"), "
+              "not {}",
+              to_string(k)));
       if (std::optional<std::string> meant =
-              closest_spelling(kind, {"gpipe", "1f1b", "interleaved", "zb_h1", "zb_v", "table"}))
+              closest_spelling(kind, {"gpipe", "1f1b", "interleaved", "zb_h1", "zb_v", "dualpipe_v", "table"}))
         error.note(fmt::format("did you mean '{}'?", *meant));
     }
   }

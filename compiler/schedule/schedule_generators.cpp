@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <deque>
 #include <limits>
 
 #include <fmt/format.h>
@@ -149,6 +150,57 @@ std::vector<std::vector<Action>> zero_bubble_v(const ScheduleRequest& req) {
       [&](int32_t stage) { return stage >= p ? std::numeric_limits<int32_t>::max() : limit; });
 }
 
+// DualPipeV (deepseek-ai/DualPipe, dualpipe/dualpipev.py: DualPipe cut in
+// half, by Sea AI Lab): rank r holds chunk 0 = stage r and chunk 1 = stage
+// 2p − 1 − r, and runs its eight phases. A "forward-backward" pair is the
+// forward of one chunk followed by the backward of the other, which the
+// runtime overlaps (here `overlap_all_to_all`); a backward "with zero
+// bubble" is its input-grad, its weight-grad deferred to a later W in
+// first-in first-out order. Needs at least 2p micro-batches.
+std::vector<Action> dualpipe_v(int32_t rank, const ScheduleRequest& req) {
+  const int32_t p = req.ranks, m = req.micro_batches;
+  const std::array<int32_t, 2> stage = {rank, 2 * p - 1 - rank};
+  std::array<int32_t, 2> next_forward{}, next_backward{};
+  std::deque<Action> deferred;  // weight-grads of zero-bubble backwards
+  std::vector<Action> actions;
+  auto f = [&](int phase) { actions.push_back(forward(stage[phase], next_forward[phase]++)); };
+  auto b = [&](int phase, bool zero_bubble = false) {
+    int32_t mb = next_backward[phase]++;
+    if (!zero_bubble) {
+      actions.push_back(backward(stage[phase], mb));
+      return;
+    }
+    actions.push_back({stage[phase], ActionKind::InputGrad, mb, {}});
+    deferred.push_back({stage[phase], ActionKind::WeightGrad, mb, {}});
+  };
+  auto w = [&] {
+    actions.push_back(deferred.front());
+    deferred.pop_front();
+  };
+  auto fb = [&](int forward_phase, int backward_phase) {
+    f(forward_phase);
+    b(backward_phase);
+  };
+  for (int32_t i = 0; i < 2 * (p - rank - 1); ++i) f(0);                  // 1: nF0
+  for (int32_t i = 0; i < rank + 1; ++i) f(0), f(1);                      // 2: nF0F1
+  for (int32_t i = 0; i < p - rank - 1; ++i) b(1, true), w(), f(1);       // 3: nB1W1F1
+  for (int32_t i = 0; i < m - 2 * p + rank + 1; ++i) fb(0, 1), fb(1, 0);  // 4: nF0B1F1B0
+  for (int32_t i = 0; i < p - rank - 1; ++i) b(1), fb(1, 0);              // 5: nB1F1B0
+  // 6: nB1B0, the second half with zero bubble (from the middle, chunk 1's
+  // backward first on odd ranks and chunk 0's on even ones).
+  const int32_t step_6 = rank + 1;
+  bool zero_bubble = false;
+  for (int32_t i = 0; i < step_6; ++i) {
+    if (i == step_6 / 2 && rank % 2 == 1) zero_bubble = true;
+    b(1, zero_bubble);
+    if (i == step_6 / 2 && rank % 2 == 0) zero_bubble = true;
+    b(0, zero_bubble);
+  }
+  for (int32_t i = 0; i < p - rank - 1; ++i) w(), b(0, true);  // 7: nWB0
+  while (!deferred.empty()) w();                               // 8: nW
+  return actions;
+}
+
 }  // namespace
 
 std::string_view schedule_kind_name(ScheduleKind kind) {
@@ -158,6 +210,7 @@ std::string_view schedule_kind_name(ScheduleKind kind) {
     case ScheduleKind::Interleaved: return "interleaved";
     case ScheduleKind::ZeroBubbleH1: return "zb_h1";
     case ScheduleKind::ZeroBubbleV: return "zb_v";
+    case ScheduleKind::DualPipeV: return "dualpipe_v";
   }
   return "?";
 }
@@ -167,9 +220,11 @@ std::variant<ScheduleTable, std::string> generate_schedule(const ScheduleRequest
   if (req.micro_batches < 1) return std::string("a pipeline needs at least one micro-batch");
   if (req.max_ongoing < 0) return std::string("max_ongoing must be positive");
   bool interleaving = req.kind == ScheduleKind::Interleaved;
-  if (req.kind == ScheduleKind::ZeroBubbleV && req.virtual_stages != kZeroBubbleVStagesPerRank)
-    return fmt::format("zb_v places {} stages on each rank, not {}", kZeroBubbleVStagesPerRank, req.virtual_stages);
-  if (!interleaving && req.kind != ScheduleKind::ZeroBubbleV && req.virtual_stages != 1) {
+  if (v_shaped(req.kind) && req.virtual_stages != kZeroBubbleVStagesPerRank) {
+    return fmt::format("{} places {} stages on each rank, not {}", schedule_kind_name(req.kind),
+                       kZeroBubbleVStagesPerRank, req.virtual_stages);
+  }
+  if (!interleaving && !v_shaped(req.kind) && req.virtual_stages != 1) {
     return fmt::format("virtual stages are only meaningful for the interleaved schedule, not {}",
                        schedule_kind_name(req.kind));
   }
@@ -185,14 +240,25 @@ std::variant<ScheduleTable, std::string> generate_schedule(const ScheduleRequest
                        req.micro_batches, req.ranks);
   }
 
+  if (req.kind == ScheduleKind::DualPipeV && !req.forward_only && req.micro_batches < 2 * req.ranks) {
+    return fmt::format("dualpipe_v needs at least twice as many micro-batches ({}) as pipeline ranks ({})",
+                       req.micro_batches, req.ranks);
+  }
+
   ScheduleTable table;
   table.num_ranks = req.ranks;
   table.num_stages = req.ranks * req.virtual_stages;
   table.num_micro_batches = req.micro_batches;
   table.ranks.resize(req.ranks);
-  if (req.kind == ScheduleKind::ZeroBubbleV) {
+  if (req.kind == ScheduleKind::ZeroBubbleV || (req.kind == ScheduleKind::DualPipeV && req.forward_only)) {
+    // DualPipeV's inference runs ZB-V's forwards: both place the same V.
     table.v_shape = true;
     table.ranks = zero_bubble_v(req);
+    return table;
+  }
+  if (req.kind == ScheduleKind::DualPipeV) {
+    table.v_shape = true;
+    for (int32_t r = 0; r < req.ranks; ++r) table.ranks[r] = dualpipe_v(r, req);
     return table;
   }
   for (int32_t r = 0; r < req.ranks; ++r) {
@@ -210,7 +276,8 @@ std::variant<ScheduleTable, std::string> generate_schedule(const ScheduleRequest
       case ScheduleKind::OneFOneB: table.ranks[r] = one_f_one_b(r, req); break;
       case ScheduleKind::Interleaved: table.ranks[r] = interleaved(r, req); break;
       case ScheduleKind::ZeroBubbleH1:
-      case ScheduleKind::ZeroBubbleV: break;  // the whole table at once
+      case ScheduleKind::ZeroBubbleV:
+      case ScheduleKind::DualPipeV: break;  // the whole table at once
     }
   }
   if (req.kind == ScheduleKind::ZeroBubbleH1 && !req.forward_only) table.ranks = zero_bubble_h1(req);

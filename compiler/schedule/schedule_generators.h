@@ -1,6 +1,7 @@
 // Built-in pipeline schedules: GPipe (fill-drain), 1F1B, interleaved 1F1B
 // with v virtual stages per rank (Megatron-LM), ZB-H1 and ZB-V (zero
-// bubble, Qi et al. 2023), each as a ScheduleTable.
+// bubble, Qi et al. 2023) and DualPipeV (DeepSeek's DualPipe cut in half),
+// each as a ScheduleTable.
 #pragma once
 
 #include <string>
@@ -10,10 +11,12 @@
 
 namespace dstc::schedule {
 
-enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZeroBubbleH1, ZeroBubbleV };
+enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZeroBubbleH1, ZeroBubbleV, DualPipeV };
 
-// ZB-V's V: each rank holds a stage going down and one coming back.
+// ZB-V's and DualPipeV's V: each rank holds a stage going down and one
+// coming back.
 inline constexpr int32_t kZeroBubbleVStagesPerRank = 2;
+inline bool v_shaped(ScheduleKind kind) { return kind == ScheduleKind::ZeroBubbleV || kind == ScheduleKind::DualPipeV; }
 
 std::string_view schedule_kind_name(ScheduleKind kind);
 
@@ -25,7 +28,7 @@ inline constexpr int64_t kMaxScheduleActions = int64_t{1} << 24;
 struct ScheduleRequest {
   ScheduleKind kind = ScheduleKind::OneFOneB;
   int32_t ranks = 1;
-  int32_t virtual_stages = 1;  // interleaved; kZeroBubbleVStagesPerRank for zb_v
+  int32_t virtual_stages = 1;  // interleaved; kZeroBubbleVStagesPerRank for zb_v and dualpipe_v
   int32_t micro_batches = 1;
   // Forward micro-batches a rank may have in flight before their backward
   // (Proteus's max_ongoing_micro_batch); 0 means the schedule's own limit.

@@ -205,19 +205,21 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
     root.overlap_all_to_all = false;
   }
   // Megatron-Core pairs a forward with another micro-batch's backward only
-  // without a pipeline or with interleaving: under plain 1F1B the paired
-  // forward's output is what the next stage's paired backward waits behind,
-  // so the stages would take turns instead of running at once.
-  if (root.overlap_all_to_all && out.pipeline_ranks > 1 && root.kind != schedule::ScheduleKind::Interleaved) {
+  // without a pipeline or with interleaving, DualPipeV by its design: under
+  // plain 1F1B the paired forward's output is what the next stage's paired
+  // backward waits behind, so the stages would take turns instead of
+  // running at once.
+  if (root.overlap_all_to_all && out.pipeline_ranks > 1 && root.kind != schedule::ScheduleKind::Interleaved &&
+      (root.kind != schedule::ScheduleKind::DualPipeV || root.table)) {
     diags
         .error(dstc::diag::kScheduleUnavailable, schedule_where,
-               fmt::format("overlap_all_to_all pairs forwards and backwards across stages only with interleaving; "
-                           "this pipeline has {} ranks and runs {}",
+               fmt::format("overlap_all_to_all pairs forwards and backwards across stages only with interleaving "
+                           "or dualpipe_v; this pipeline has {} ranks and runs {}",
                            out.pipeline_ranks,
                            root.table ? std::string("a schedule table") : schedule::schedule_kind_name(root.kind)))
         .note(
             "write kind = interleaved(V), as Megatron-Core requires virtual pipeline stages for "
-            "--overlap-moe-expert-parallel-comm when the pipeline has more than one rank");
+            "--overlap-moe-expert-parallel-comm when the pipeline has more than one rank, or kind = dualpipe_v");
     return std::nullopt;
   }
 
@@ -250,8 +252,7 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
   // Interleaving and ZB-V keep more chunk-forwards in flight by design (the
   // warm-up is Megatron-LM's; ZB-V's max_ongoing bounds its first chunk's);
   // max_ongoing bounds the other schedules.
-  const bool own_warmup =
-      root.kind == schedule::ScheduleKind::Interleaved || root.kind == schedule::ScheduleKind::ZeroBubbleV;
+  const bool own_warmup = root.kind == schedule::ScheduleKind::Interleaved || schedule::v_shaped(root.kind);
   int32_t max_ongoing = own_warmup && !root.table ? 0 : root.max_ongoing;
   if (!table ||
       !schedule::check_schedule(*table, {!spec.train.training, max_ongoing, schedule_where, schedule_where}, diags))

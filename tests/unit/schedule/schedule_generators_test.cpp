@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+
 #include "compiler/schedule/schedule_check.h"
 
 namespace dstc::schedule {
@@ -159,18 +162,60 @@ TEST(ZeroBubbleV, PlacesAVHoldsAbout1F1BsMemoryAndAlmostNoBubble) {
   EXPECT_EQ(run_unit_time(t).num_steps, 51);
 }
 
+// DualPipeV's phases (deepseek-ai/DualPipe, dualpipev.py) on rank r of p:
+// 2(p − r − 1) chunk-0 forwards, then r + 1 forward pairs, then its
+// backwards each paired with the other chunk's forward; every zero-bubble
+// input-grad's weight-grad follows later, first in first out.
+TEST(DualPipeV, RunsDeepSeeksPhasesInAV) {
+  int32_t p = 4, m = 10;
+  ScheduleTable t = make(ScheduleKind::DualPipeV, p, m, 2);
+  ASSERT_TRUE(t.v_shape);
+  EXPECT_EQ(t.num_stages, 2 * p);
+  for (int32_t r = 0; r < p; ++r) {
+    const auto& a = t.ranks[r];
+    const int32_t down = r, up = 2 * p - 1 - r;
+    size_t warmup = leading_forwards(a);
+    // The chunk-0 forwards of phase 1, then phase 2's first pair.
+    EXPECT_GE(warmup, size_t(2 * (p - r - 1) + 2)) << "rank " << r;
+    for (int32_t i = 0; i < 2 * (p - r - 1); ++i) EXPECT_EQ(a[i], (Action{down, ActionKind::Forward, i, {}}));
+    EXPECT_EQ(a[2 * (p - r - 1) + 1], (Action{up, ActionKind::Forward, 0, {}})) << "rank " << r;
+    // Each (stage, micro-batch) runs its forward once and its backward
+    // once: whole, or as an input-grad and later a weight-grad.
+    std::map<std::pair<int32_t, int32_t>, std::string> passes;
+    for (const Action& x : a) {
+      EXPECT_TRUE(x.stage == down || x.stage == up) << to_string(x);
+      passes[{x.stage, x.micro_batch}] += action_letter(x.kind);
+    }
+    EXPECT_EQ(passes.size(), size_t(2 * m));
+    for (const auto& [key, letters] : passes) EXPECT_TRUE(letters == "FB" || letters == "FIW") << letters;
+  }
+  // The steady phase pairs: rank 0 runs 0F(2p−1) then the last stage's
+  // backward of micro-batch p − 1, then its forward of micro-batch p and
+  // chunk 0's first backward.
+  const auto& r0 = t.ranks[0];
+  auto at = std::find(r0.begin(), r0.end(), Action{0, ActionKind::Forward, 2 * p - 1, {}});
+  ASSERT_LE(at + 4, r0.end());
+  EXPECT_EQ(at[1], (Action{2 * p - 1, ActionKind::Backward, p - 1, {}}));
+  EXPECT_EQ(at[2], (Action{2 * p - 1, ActionKind::Forward, p, {}}));
+  EXPECT_EQ(at[3], (Action{0, ActionKind::Backward, 0, {}}));
+  auto refused = generate_schedule({ScheduleKind::DualPipeV, p, 2, 2 * p - 1});
+  ASSERT_TRUE(std::holds_alternative<std::string>(refused));
+  EXPECT_NE(std::get<std::string>(refused).find("at least twice as many micro-batches"), std::string::npos);
+}
+
 TEST(Schedules, EveryBuiltinScheduleIsSoundAndCompletes) {
   SourceManager sm;
   for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved,
-                            ScheduleKind::ZeroBubbleH1, ScheduleKind::ZeroBubbleV}) {
+                            ScheduleKind::ZeroBubbleH1, ScheduleKind::ZeroBubbleV, ScheduleKind::DualPipeV}) {
     for (int32_t p = 1; p <= 5; ++p) {
-      for (int32_t m = 1; m <= 9; ++m) {
-        for (int32_t v = kind == ScheduleKind::ZeroBubbleV ? 2 : 1; v <= (kind == ScheduleKind::Interleaved   ? 3
-                                                                          : kind == ScheduleKind::ZeroBubbleV ? 2
-                                                                                                              : 1);
+      for (int32_t m = 1; m <= 11; ++m) {
+        for (int32_t v = v_shaped(kind) ? 2 : 1; v <= (kind == ScheduleKind::Interleaved ? 3
+                                                       : v_shaped(kind)                  ? 2
+                                                                                         : 1);
              ++v) {
           if (kind == ScheduleKind::Interleaved && m % p != 0) continue;
           for (bool forward_only : {false, true}) {
+            if (kind == ScheduleKind::DualPipeV && !forward_only && m < 2 * p) continue;
             ScheduleTable t = make(kind, p, m, v, 0, forward_only);
             DiagnosticEngine diags(sm);
             EXPECT_TRUE(check_schedule(t, {forward_only, 0, {}}, diags))

@@ -1,0 +1,1 @@
+schedule --kind dualpipe_v --ranks 4 --micro-batches 8
