@@ -15,6 +15,7 @@
 // inter steps x inter latency).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -92,6 +93,9 @@ CollectivePlan deduplicated_all_to_all(const Topology& topology, std::span<const
 // scales; plus a 32 MiB workspace (DeepEP's csrc/config.hpp; numbers in
 // docs/research/deepep-buffers-and-sms.md).
 int64_t deepep_buffer_bytes(int64_t group, int64_t hidden_bytes);
+// The group sizes DeepEP has kernel configs for in Megatron-Core's
+// hybrid-ep build (its config map asserts on any other).
+inline constexpr std::array<int64_t, 10> kDeepepGroups = {2, 4, 8, 16, 24, 32, 64, 128, 144, 160};
 // The SMs DeepEP's dispatch and combine kernels occupy: Megatron-Core's
 // default `moe_flex_dispatcher_num_sms` (DeepEP's `Buffer.num_sms`), the 20
 // of DeepSeek-V3's report.

@@ -1066,6 +1066,34 @@ bool fits(const ir::Module& module, const ClusterSpec& cluster, DiagnosticEngine
   return true;
 }
 
+// DeepEP's exchange runs only over the groups it has kernel configs for:
+// a real run stops at the first other one.
+bool deepep_groups_supported(const ir::Module& m, const ir::Function& f, DiagnosticEngine& diags) {
+  for (OpId id = 0; id < f.ops.size(); ++id) {
+    const ir::Op& op = f.ops[id];
+    if (op.kind != ir::OpKind::AllToAll || ir::AttrReader(m, f, op).integer("copies") < 1) continue;
+    const int64_t group = ir::group_size(m, op);
+    if (std::find(kDeepepGroups.begin(), kDeepepGroups.end(), group) != kDeepepGroups.end()) continue;
+    // Where the module came from a .dstrat, the op's loc is the layer that
+    // exchanges; IR text has its own op ranges.
+    SourceRange at = f.op_range(id);
+    if (!at.valid() && op.loc != ir::kNoLoc) {
+      const ir::SourceLoc& loc = m.loc(op.loc);
+      if (std::optional<FileId> file = diags.sources().find(m.str(loc.file)))
+        at = diags.sources().range_at(*file, loc.line, loc.column);
+    }
+    diags
+        .error(diag::kSimDeepepGroup, at,
+               fmt::format("DeepEP has no kernel config for an exchange over {} ranks ({})", group,
+                           ir::op_label(m, f, id)))
+        .note(fmt::format("Megatron-Core's DeepEP (moe_dispatcher = deepep) runs over {} ranks; lay the experts "
+                          "over one of those, or use moe_dispatcher = alltoall",
+                          fmt::join(kDeepepGroups, ", ")));
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 const ir::Function* find_function(const ir::Module& module, const std::string& name) {
@@ -1090,7 +1118,7 @@ std::optional<SimReport> simulate(const ir::Module& module, const ClusterSpec& c
       error.note(fmt::format("its functions: {}", fmt::join(names, ", ")));
     return std::nullopt;
   }
-  if (!fits(module, cluster, diags)) return std::nullopt;
+  if (!fits(module, cluster, diags) || !deepep_groups_supported(module, *f, diags)) return std::nullopt;
   Executor executor(module, *f, cluster, options);
   executor.prepare();
   executor.run();

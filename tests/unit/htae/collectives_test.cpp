@@ -302,6 +302,9 @@ TEST(Collectives, DeepEpBuffersAreFixedQueuesPerChannel) {
   EXPECT_EQ(deepep_buffer_bytes(64, 2 * 7168), 377677824 + 367550720 + (32LL << 20));
   EXPECT_EQ(deepep_buffer_bytes(8, 2 * 4096), 209880704 + (32LL << 20));
   EXPECT_NEAR(static_cast<double>(deepep_buffer_bytes(64, 2 * 7168)) / (1 << 20), 742.7, 0.1);
+  // 16 nodes: 560 NVLink slots and 132 RDMA ones a channel, 700.4 and
+  // 661.0 MiB (docs/research/deepep-buffers-and-sms.md).
+  EXPECT_EQ(deepep_buffer_bytes(128, 2 * 7168), 734372864 + 693096960 + (32LL << 20));
 }
 
 }  // namespace
