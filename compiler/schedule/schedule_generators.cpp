@@ -240,6 +240,8 @@ std::variant<ScheduleTable, std::string> generate_schedule(const ScheduleRequest
                        req.micro_batches, req.ranks);
   }
 
+  if (req.kind == ScheduleKind::DualPipeV && req.max_ongoing > 0)
+    return std::string("dualpipe_v runs DualPipeV's own warm-up, which max_ongoing cannot bound");
   if (req.kind == ScheduleKind::DualPipeV && !req.forward_only && req.micro_batches < 2 * req.ranks) {
     return fmt::format("dualpipe_v needs at least twice as many micro-batches ({}) as pipeline ranks ({})",
                        req.micro_batches, req.ranks);

@@ -201,6 +201,9 @@ TEST(DualPipeV, RunsDeepSeeksPhasesInAV) {
   auto refused = generate_schedule({ScheduleKind::DualPipeV, p, 2, 2 * p - 1});
   ASSERT_TRUE(std::holds_alternative<std::string>(refused));
   EXPECT_NE(std::get<std::string>(refused).find("at least twice as many micro-batches"), std::string::npos);
+  auto bounded = generate_schedule({ScheduleKind::DualPipeV, p, 2, m, 2});
+  ASSERT_TRUE(std::holds_alternative<std::string>(bounded));
+  EXPECT_NE(std::get<std::string>(bounded).find("max_ongoing"), std::string::npos);
 }
 
 TEST(Schedules, EveryBuiltinScheduleIsSoundAndCompletes) {
