@@ -62,8 +62,9 @@ class ClusterLoader {
     if (const toml::table* gpu = root.table("gpu", true)) read_gpu(*gpu, spec.gpu);
     const toml::table* intra = root.table("intra_node", true);
     const toml::table* nic = root.table("nic", false);
-    if (const toml::table* runtime = root.table("runtime", false)) read_runtime(*runtime, spec.gpu.sms, spec.runtime);
+    if (const toml::table* runtime = root.table("runtime", false)) read_runtime(*runtime, spec.runtime);
     root.reject_unknown_keys();
+    check_sms_left(spec);
     if (gpus == 0) return std::nullopt;
     spec.gpus_per_node = static_cast<int>(gpus);
     if (intra) read_intra_node(*intra, spec);
@@ -102,10 +103,28 @@ class ClusterLoader {
     r.reject_unknown_keys();
   }
 
-  void read_runtime(const toml::table& table, int64_t gpu_sms, RuntimeSpec& runtime) {
+  // Collectives must leave compute some SMs, whether their counts are
+  // written or the defaults (a small GPU): else overlapped compute stalls.
+  void check_sms_left(const ClusterSpec& spec) {
+    const int64_t sms = spec.gpu.sms;
+    if (sms <= 0) return;
+    const toml::table* runtime = toml_.root["runtime"].as_table();
+    for (auto [key, taken] : {std::pair{"collective_sms", spec.runtime.collective_sms},
+                              std::pair{"intra_node_collective_sms", spec.runtime.intra_node_collective_sms}}) {
+      if (taken < sms) continue;
+      const toml::node* written = runtime ? runtime->get(key) : nullptr;
+      const toml::node* at = written ? written : toml_.root["gpu"]["sms"].node();
+      auto error =
+          diags_.error(diag::kConfigBadValue, range_of(sources_, toml_.file, at->source()),
+                       fmt::format("'runtime.{}' ({}) must leave compute some of the GPU's {} SMs", key, taken, sms));
+      if (!written) error.note(fmt::format("{} is the default; give it in [runtime] for this GPU", taken));
+    }
+  }
+
+  void read_runtime(const toml::table& table, RuntimeSpec& runtime) {
     TableReader r(table, "runtime", toml_.file, sources_, diags_);
     if (const toml::node* old = table.get("overlap_factor")) {
-      // A flat slowdown before 2026-11-28; an SM count now (docs/cluster.md).
+      // A flat slowdown before 2026-11-27; an SM count now (docs/cluster.md).
       r.allow("overlap_factor");
       diags_.error(diag::kConfigUnknownKey, r.range(*old), "'runtime.overlap_factor' is no longer read")
           .note(
@@ -113,14 +132,9 @@ class ClusterLoader {
               "here the SMs NCCL's collectives hold (`collective_sms`, `intra_node_collective_sms`) where they "
               "differ from DGX H100's 16 and 24");
     }
-    for (auto [key, sms] : {std::pair{"collective_sms", &runtime.collective_sms},
-                            std::pair{"intra_node_collective_sms", &runtime.intra_node_collective_sms}}) {
-      *sms = r.integer(key, false, 0, kMaxSms).value_or(*sms);
-      if (gpu_sms > 0 && *sms >= gpu_sms && table.contains(key)) {
-        diags_.error(diag::kConfigBadValue, r.range(*table.get(key)),
-                     fmt::format("'runtime.{}' ({}) must leave compute some of the GPU's {} SMs", key, *sms, gpu_sms));
-      }
-    }
+    runtime.collective_sms = r.integer("collective_sms", false, 0, kMaxSms).value_or(runtime.collective_sms);
+    runtime.intra_node_collective_sms =
+        r.integer("intra_node_collective_sms", false, 0, kMaxSms).value_or(runtime.intra_node_collective_sms);
     runtime.prefetch_gathers = r.integer("prefetch_gathers", false, 0).value_or(runtime.prefetch_gathers);
     if (const toml::table* eff = r.table("collective_efficiency", false)) {
       TableReader e(*eff, "runtime.collective_efficiency", toml_.file, sources_, diags_);

@@ -1,5 +1,6 @@
-// What the op estimator needs to know about one op, independent of the IR's
-// classes (the IR adapter fills it from an op, its registry entry and its
+// What the op estimator needs to know about one op: plain figures, no IR
+// values, so profiles and tests can ask about an op by name (the IR
+// adapter fills it from an op, its registry entry's cost class and its
 // operand types).
 #pragma once
 

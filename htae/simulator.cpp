@@ -37,12 +37,15 @@ std::optional<ExecutorKind> parse_executor(std::string_view name) {
 namespace {
 
 // Communication whose kernels take SMs from the compute they overlap:
-// gradient collectives and the expert all-to-alls, which a schedule can run
-// beside another micro-batch's compute. Other activation exchanges block
-// their consumers instead or, pipelined (tensor-parallel overlap's
-// userbuffers, ring attention's sends of a few CTAs, unmeasured), are not
-// charged; pipeline sends are not charged either.
-bool slows_compute(const ir::Op& op) { return op.stream == ir::Stream::Grad || op.kind == ir::OpKind::AllToAll; }
+// gradient collectives and all-to-alls (the experts', which a schedule can
+// run beside another micro-batch's compute, and boxing's). Other
+// activation exchanges block their consumers instead or, pipelined
+// (tensor-parallel overlap's userbuffers, ring attention's sends of a few
+// CTAs, unmeasured), are not charged; neither are sends and receives.
+bool slows_compute(const ir::Op& op) {
+  if (op.kind == ir::OpKind::Send || op.kind == ir::OpKind::Recv) return false;
+  return op.stream == ir::Stream::Grad || op.kind == ir::OpKind::AllToAll;
+}
 
 // The SMs such an op's kernels hold while it runs: DeepEP's for the
 // deduplicated expert exchange (`copies`), else one per NCCL channel, of

@@ -170,7 +170,8 @@ Command add_compile_command(CLI::App& root) {
   sub->add_option("--executor", o->executor, "htae, or program-order (DistIR: one op at a time per device)")
       ->transform(one_of({"htae", "program-order"}));
   sub->add_flag("--no-bandwidth-sharing", o->no_bandwidth_sharing, "Give every transfer its route's full bandwidth");
-  sub->add_flag("--no-overlap", o->no_overlap, "Do not slow computation during gradient communication");
+  sub->add_flag("--no-overlap", o->no_overlap,
+                "Do not slow computation while gradient collectives and all-to-alls hold SMs");
   return {sub, [o](CommandContext& ctx) { return run_compile(ctx, *o); }};
 }
 

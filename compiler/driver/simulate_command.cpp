@@ -111,7 +111,7 @@ Command add_simulate_command(CLI::App& root) {
   sub->add_flag("--no-bandwidth-sharing", opts->no_bandwidth_sharing,
                 "Ablation: every transfer gets its route's full bandwidth");
   sub->add_flag("--no-overlap", opts->no_overlap,
-                "Ablation: compute is not slowed by concurrent gradient communication");
+                "Ablation: compute is not slowed while gradient collectives and all-to-alls hold SMs");
   sub->add_flag("--no-symmetry", opts->no_symmetry, "Simulate every device, not one per class of identical devices");
   return {sub, [opts, sub](CommandContext& ctx) { return run_simulate(ctx, *opts, *sub); }};
 }

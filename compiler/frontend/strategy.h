@@ -143,7 +143,8 @@ struct CacheConfig {
 
 // Pipeline stage: the subtrees placed on stage `index`. Stage s runs on
 // index s mod n of the pipeline axis of n ranks: with V virtual stages per
-// rank (interleaved(V), zb_v) written lists number ranks x V stages.
+// rank (interleaved(V), zb_v, dualpipe_v) written lists number ranks x V
+// stages.
 struct PipelineStage {
   int64_t index = 0;
   std::vector<NodeId> nodes;

@@ -68,6 +68,7 @@ void interleave_at_all_to_alls(ir::Function& f, const schedule::ScheduleTable& t
     for (size_t i = 0; i + 1 < actions.size(); ++i) {
       const schedule::Action &a = actions[i], &b = actions[i + 1];
       if (a.kind != schedule::ActionKind::Forward || !is_backward(b.kind) || a.micro_batch == b.micro_batch) continue;
+      if (table.names_pairs && !a.pairs_with_next) continue;
       const Pair p{action_ops[r][i], action_ops[r][i + 1]};
       if (p.forward.end > p.backward.begin) continue;
       if (!holds_all_to_all(f, p.forward) && !holds_all_to_all(f, p.backward)) continue;

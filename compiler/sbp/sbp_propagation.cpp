@@ -272,9 +272,10 @@ struct Propagator {
                 .warning(diag::kDefaultSplitDropped, config->where,
                          message + "; the planner chose another layout there")
                 .note(op.where, fmt::format("first in this {} op", ops::op_name(op.type)))
-                .note(
-                    "see the chosen layouts with --explain; a micro-batch count that leaves each device a whole "
-                    "number of samples keeps the split");
+                .note(problem->find(" per micro-batch") != std::string::npos
+                          ? "see the chosen layouts with --explain; a micro-batch count that leaves each device a "
+                            "whole number of samples keeps the split"
+                          : "see the chosen layouts with --explain");
           }
           continue;
         }

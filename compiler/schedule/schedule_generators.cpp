@@ -154,9 +154,9 @@ std::vector<std::vector<Action>> zero_bubble_v(const ScheduleRequest& req) {
 // half, by Sea AI Lab): rank r holds chunk 0 = stage r and chunk 1 = stage
 // 2p − 1 − r, and runs its eight phases. A "forward-backward" pair is the
 // forward of one chunk followed by the backward of the other, which the
-// runtime overlaps (here `overlap_all_to_all`); a backward "with zero
-// bubble" is its input-grad, its weight-grad deferred to a later W in
-// first-in first-out order. Needs at least 2p micro-batches.
+// runtime overlaps (here `overlap_all_to_all`, which pairs only these); a
+// backward "with zero bubble" is its input-grad, its weight-grad deferred
+// to a later W in first-in first-out order. Needs at least 2p micro-batches.
 std::vector<Action> dualpipe_v(int32_t rank, const ScheduleRequest& req) {
   const int32_t p = req.ranks, m = req.micro_batches;
   const std::array<int32_t, 2> stage = {rank, 2 * p - 1 - rank};
@@ -177,15 +177,18 @@ std::vector<Action> dualpipe_v(int32_t rank, const ScheduleRequest& req) {
     actions.push_back(deferred.front());
     deferred.pop_front();
   };
-  auto fb = [&](int forward_phase, int backward_phase) {
+  auto fb = [&](int forward_phase, int backward_phase, bool overlapped = true) {
     f(forward_phase);
+    actions.back().pairs_with_next = overlapped;
     b(backward_phase);
   };
-  for (int32_t i = 0; i < 2 * (p - rank - 1); ++i) f(0);                  // 1: nF0
-  for (int32_t i = 0; i < rank + 1; ++i) f(0), f(1);                      // 2: nF0F1
-  for (int32_t i = 0; i < p - rank - 1; ++i) b(1, true), w(), f(1);       // 3: nB1W1F1
-  for (int32_t i = 0; i < m - 2 * p + rank + 1; ++i) fb(0, 1), fb(1, 0);  // 4: nF0B1F1B0
-  for (int32_t i = 0; i < p - rank - 1; ++i) b(1), fb(1, 0);              // 5: nB1F1B0
+  for (int32_t i = 0; i < 2 * (p - rank - 1); ++i) f(0);             // 1: nF0
+  for (int32_t i = 0; i < rank + 1; ++i) f(0), f(1);                 // 2: nF0F1
+  for (int32_t i = 0; i < p - rank - 1; ++i) b(1, true), w(), f(1);  // 3: nB1W1F1
+  // 4: nF0B1F1B0; the last rank runs its first pair apart, as DualPipeV
+  // does to shorten the bubble.
+  for (int32_t i = 0; i < m - 2 * p + rank + 1; ++i) fb(0, 1, i > 0 || rank < p - 1), fb(1, 0);
+  for (int32_t i = 0; i < p - rank - 1; ++i) b(1), fb(1, 0);  // 5: nB1F1B0
   // 6: nB1B0, the second half with zero bubble (from the middle, chunk 1's
   // backward first on odd ranks and chunk 0's on even ones).
   const int32_t step_6 = rank + 1;
@@ -240,11 +243,11 @@ std::variant<ScheduleTable, std::string> generate_schedule(const ScheduleRequest
                        req.micro_batches, req.ranks);
   }
 
-  if (req.kind == ScheduleKind::DualPipeV && req.max_ongoing > 0)
+  if (req.kind == ScheduleKind::DualPipeV && req.max_ongoing > 0 && !req.forward_only)
     return std::string("dualpipe_v runs DualPipeV's own warm-up, which max_ongoing cannot bound");
   if (req.kind == ScheduleKind::DualPipeV && !req.forward_only && req.micro_batches < 2 * req.ranks) {
-    return fmt::format("dualpipe_v needs at least twice as many micro-batches ({}) as pipeline ranks ({})",
-                       req.micro_batches, req.ranks);
+    return fmt::format("dualpipe_v needs at least 2p = {} micro-batches for {} pipeline ranks, not {}", 2 * req.ranks,
+                       req.ranks, req.micro_batches);
   }
 
   ScheduleTable table;
@@ -260,6 +263,7 @@ std::variant<ScheduleTable, std::string> generate_schedule(const ScheduleRequest
   }
   if (req.kind == ScheduleKind::DualPipeV) {
     table.v_shape = true;
+    table.names_pairs = true;
     for (int32_t r = 0; r < req.ranks; ++r) table.ranks[r] = dualpipe_v(r, req);
     return table;
   }

@@ -21,6 +21,9 @@ struct Action {
   ActionKind kind = ActionKind::Forward;
   int32_t micro_batch = 0;
   SourceRange where;  // the CSV cell it came from, when read from a file
+  // A forward the schedule overlaps with the backward that follows it
+  // (DualPipeV's forward-backward pairs; see ScheduleTable::names_pairs).
+  bool pairs_with_next = false;
 
   friend bool operator==(const Action& a, const Action& b) {
     return a.stage == b.stage && a.kind == b.kind && a.micro_batch == b.micro_batch;
@@ -43,6 +46,10 @@ struct ScheduleTable {
   // back: rank r holds stages r and 2·num_ranks − 1 − r, so the first and
   // last stage share rank 0.
   bool v_shape = false;
+  // The schedule names the forward-backward pairs `overlap_all_to_all`
+  // interleaves (Action::pairs_with_next); otherwise every forward a
+  // backward of another micro-batch follows is one.
+  bool names_pairs = false;
   int32_t rank_of_stage(int32_t stage) const {
     return v_shape && stage >= num_ranks ? 2 * num_ranks - 1 - stage : stage % num_ranks;
   }

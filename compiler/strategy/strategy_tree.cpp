@@ -249,9 +249,10 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
     }
     table = std::get<schedule::ScheduleTable>(std::move(generated));
   }
-  // Interleaving and ZB-V keep more chunk-forwards in flight by design (the
-  // warm-up is Megatron-LM's; ZB-V's max_ongoing bounds its first chunk's);
-  // max_ongoing bounds the other schedules.
+  // Interleaving, ZB-V and DualPipeV keep more chunk-forwards in flight by
+  // design (the warm-ups are Megatron-LM's and DualPipeV's; ZB-V's
+  // max_ongoing bounds its first chunk's); max_ongoing bounds the other
+  // schedules.
   const bool own_warmup = root.kind == schedule::ScheduleKind::Interleaved || schedule::v_shaped(root.kind);
   int32_t max_ongoing = own_warmup && !root.table ? 0 : root.max_ongoing;
   if (!table ||

@@ -163,6 +163,13 @@ TEST(Simulator, GradientCommunicationTakesItsChannelsSmsFromConcurrentCompute) {
   EXPECT_NEAR(plain.report->step_time_s, 1 * kMs, 1e-12);
   EXPECT_FALSE(plain.report->overlap);
 
+  // Communication holding every SM leaves compute one SM's worth.
+  ClusterSpec greedy = test_cluster(1, 2);
+  greedy.runtime.intra_node_collective_sms = 40;
+  Outcome starved = simulate_text(compute_beside_all_reduce("grad"), greedy);
+  ASSERT_TRUE(starved.report) << starved.errors;
+  EXPECT_NEAR(starved.report->step_time_s, (0.4 + (1 - 0.4 / 40)) * kMs, 1e-12);
+
   ClusterSpec unknown_sms = test_cluster(1, 2);
   unknown_sms.gpu.sms = 0;
   Outcome unslowed = simulate_text(compute_beside_all_reduce("grad"), unknown_sms);

@@ -200,7 +200,23 @@ TEST(DualPipeV, RunsDeepSeeksPhasesInAV) {
   EXPECT_EQ(at[3], (Action{0, ActionKind::Backward, 0, {}}));
   auto refused = generate_schedule({ScheduleKind::DualPipeV, p, 2, 2 * p - 1});
   ASSERT_TRUE(std::holds_alternative<std::string>(refused));
-  EXPECT_NE(std::get<std::string>(refused).find("at least twice as many micro-batches"), std::string::npos);
+  EXPECT_NE(std::get<std::string>(refused).find("at least 2p = 8 micro-batches"), std::string::npos);
+  // Its forward-backward pairs are the ones it names: phase 4's two a
+  // round (the last rank's first apart) and phase 5's one.
+  ASSERT_TRUE(t.names_pairs);
+  for (int32_t r = 0; r < p; ++r) {
+    int32_t named = 0;
+    const auto& a = t.ranks[r];
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!a[i].pairs_with_next) continue;
+      ++named;
+      ASSERT_LT(i + 1, a.size());
+      EXPECT_EQ(a[i].kind, ActionKind::Forward);
+      EXPECT_EQ(a[i + 1].kind, ActionKind::Backward);
+      EXPECT_NE(a[i].stage, a[i + 1].stage);
+    }
+    EXPECT_EQ(named, 2 * (m - 2 * p + r + 1) + (p - r - 1) - (r == p - 1 ? 1 : 0)) << "rank " << r;
+  }
   auto bounded = generate_schedule({ScheduleKind::DualPipeV, p, 2, m, 2});
   ASSERT_TRUE(std::holds_alternative<std::string>(bounded));
   EXPECT_NE(std::get<std::string>(bounded).find("max_ongoing"), std::string::npos);
