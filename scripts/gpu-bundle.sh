@@ -11,10 +11,10 @@ bundle="$2"
 rm -rf "$bundle"
 mkdir -p "$bundle/lib"
 strip -o "$bundle/dstc" "$build/bin/dstc"
-# The step kernels' bandwidth benchmark (bench/cuda/), where the build has it.
-if [ -x "$build/bin/dstc_step_kernel_bandwidth" ]; then
-  strip -o "$bundle/dstc_step_kernel_bandwidth" "$build/bin/dstc_step_kernel_bandwidth"
-fi
+# The benchmarks of bench/cuda/, where the build has them.
+for bench in dstc_step_kernel_bandwidth dstc_comm_sm_contention; do
+  if [ -x "$build/bin/$bench" ]; then strip -o "$bundle/$bench" "$build/bin/$bench"; fi
+done
 ldd "$build/bin/dstc" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | while read -r name path; do
   case "$name" in
     libc.so.* | libm.so.* | libpthread.so.* | libdl.so.* | librt.so.* | ld-linux* | libcublasLt.so.*) ;;
