@@ -379,18 +379,18 @@ class CudaDevice final : public Device {
       case OpKind::Combine:
       case OpKind::CombineGateGrad:
       case OpKind::Shard:
-      case OpKind::Unshard: return {};
+      case OpKind::Unshard:
+      case OpKind::Attention:
+      case OpKind::AttentionPart:
+      case OpKind::AttentionMerge: return {};
       case OpKind::Einsum: {
         if (f.operands(op).size() > 2) return "an einsum of more than two operands has no CUDA kernel yet";
         return {};
       }
-      case OpKind::Attention: {
-        if (f.operands(op).size() > 3) return "attention over a KV cache has no CUDA kernel yet";
-        return {};
-      }
       case OpKind::TopK:
       case OpKind::TopKGrad: {
-        if (ir::AttrReader(module, f, op).integer("groups") > 0) return "group-limited top_k has no CUDA kernel yet";
+        if (ir::AttrReader(module, f, op).integer("groups") > cuda::kMaxTopKGroups)
+          return fmt::format("top_k over more than {} groups has no CUDA kernel yet", cuda::kMaxTopKGroups);
         return {};
       }
       default:
@@ -550,9 +550,36 @@ class CudaDevice final : public Device {
                                         stream_);
       }
       case OpKind::Attention: {
-        const cuda::AttentionShape a = attention_shape(ctx, attrs, *x[0], *x[1], *x[2]);
-        if (std::optional<cudaError_t> done = attention_on_gemms(a, *x[0], *x[1], *x[2], *y[0])) return *done;
-        return cuda::attention(x[0]->data, x[1]->data, x[2]->data, y[0]->data, a, stream_);
+        // A KV cache: its first `context` positions precede the step's k
+        // and v. Without any (a prefill), it is only written.
+        const int64_t context = attrs.integer("context");
+        const bool cached = x.size() > 3 && context > 0;
+        std::optional<CudaValue> keys, values;
+        if (cached) {
+          keys.emplace(held_positions(*x[3], 0, context, *x[1]));
+          values.emplace(held_positions(*x[4], 0, context, *x[2]));
+        }
+        const CudaValue& k = cached ? *keys : *x[1];
+        const CudaValue& v = cached ? *values : *x[2];
+        const cuda::AttentionShape a = attention_shape(ctx, attrs, *x[0], k, v);
+        if (std::optional<cudaError_t> done = attention_on_gemms(a, *x[0], k, v, *y[0])) return *done;
+        return cuda::attention(x[0]->data, k.data, v.data, y[0]->data, nullptr, a, stream_);
+      }
+      case OpKind::AttentionPart: {
+        // This shard's run of positions starts at the cache's offset; q's
+        // first row is at the context plus its own offset in the step.
+        const int64_t context = attrs.integer("context");
+        const int64_t first = operand_placement(ctx, 3, x[3]->shape).offset[2];
+        const reference::DevicePlacement queries = operand_placement(ctx, 0, x[0]->shape);
+        const CudaValue keys = held_positions(*x[3], first, context, *x[1]);
+        const CudaValue values = held_positions(*x[4], first, context, *x[2]);
+        cuda::AttentionShape a = attention_shape(ctx, attrs, *x[0], keys, values);
+        a.first_query = context + x[1]->shape[2] - queries.logical_shape[2] + queries.offset[2] - first;
+        return cuda::attention(x[0]->data, keys.data, values.data, y[0]->data, y[1]->data, a, stream_);
+      }
+      case OpKind::AttentionMerge: {
+        const int64_t parts = x[0]->shape[0], dv = x[0]->shape.back();
+        return cuda::attention_merge(x[0]->data, x[1]->data, y[0]->data, parts, x[1]->elements / parts, dv, stream_);
       }
       case OpKind::AttentionGrad: {
         const cuda::AttentionShape a = attention_shape(ctx, attrs, *x[1], *x[2], *x[3]);
@@ -648,7 +675,7 @@ class CudaDevice final : public Device {
         const CudaValue& scores = *x[grad ? 1 : 0];
         const Blocks b = blocks_along(scores.shape, normalized(attrs.integer("dim"), rank_of(scores)));
         return cuda::top_k(scores.data, grad ? x[0]->data : nullptr, y[0]->data, b.outer, b.n, b.inner,
-                           attrs.integer("k"), stream_);
+                           attrs.integer("k"), attrs.integer("groups"), attrs.integer("group_k"), stream_);
       }
       case OpKind::Dispatch:
         return cuda::dispatch(x[0]->data, x[1]->data, y[0]->data, routes(*x[1], *y[0]), attrs.boolean("weighted"),
@@ -731,6 +758,27 @@ class CudaDevice final : public Device {
   // group·s rows (q [b, h, s, d] is [b·hkv, group·s, d]), so the scores
   // S = Q·Kᵀ, the masked softmax P and O = P·V are three calls; nullopt
   // when cuBLASLt cannot take them.
+  // The keys (or values) a step attends over: positions from `first` of
+  // the cache's `context` (the cache [.., capacity, d] holds them from
+  // its slot 0), then the step's own [.., t, d], at most `capacity`.
+  CudaValue held_positions(const CudaValue& cache, int64_t first, int64_t context, const CudaValue& step) {
+    const size_t rank = step.shape.size();
+    const int64_t t = step.shape[rank - 2], d = step.shape[rank - 1], capacity = cache.shape[rank - 2];
+    const int64_t held = std::clamp<int64_t>(context + t - first, 0, capacity);
+    const int64_t rows = step.elements / std::max<int64_t>(t * d, 1);
+    std::vector<int64_t> shape = step.shape;
+    shape[rank - 2] = held;
+    CudaValue out(shape, step.dtype, stream_);
+    const int64_t from_cache = std::clamp<int64_t>(context - first, 0, held);
+    if (from_cache > 0)
+      check(cuda::copy_rows(cache.data, out.data, rows, capacity, 0, held, 0, from_cache, d, stream_), "copy_rows");
+    if (held > from_cache)
+      check(cuda::copy_rows(step.data, out.data, rows, t, first + from_cache - context, held, from_cache,
+                            held - from_cache, d, stream_),
+            "copy_rows");
+    return out;
+  }
+
   std::optional<cudaError_t> attention_on_gemms(const cuda::AttentionShape& a, const CudaValue& q, const CudaValue& k,
                                                 const CudaValue& v, CudaValue& out) {
     const int64_t heads = a.bh / a.group, rows = a.group * a.s;

@@ -602,22 +602,57 @@ __global__ void dropout_kernel(const float* x, float* y, float* mask, int64_t n,
   }
 }
 
-// One thread per line: k passes, each taking the largest (value, then the
-// lower index) below the previous pick.
+// The largest x[base + j·inner] of j in [lo, hi) ranked below (last,
+// last_j) (by value, then the lower index), among the groups of `per`
+// entries `allowed` marks when per > 0; -1 when none is left.
+__device__ int64_t next_largest(const float* x, int64_t base, int64_t inner, int64_t lo, int64_t hi, float last,
+                                int64_t last_j, uint64_t allowed, int64_t per) {
+  int64_t best = -1;
+  for (int64_t j = lo; j < hi; ++j) {
+    if (per > 0 && !(allowed >> (j / per) & 1)) continue;
+    const float v = x[base + j * inner];
+    const bool below_last = v < last || (v == last && j > last_j);
+    if (below_last && (best < 0 || v > x[base + best * inner])) best = j;
+  }
+  return best;
+}
+
+// One thread per line: k passes, each taking the largest below the
+// previous pick; with groups, first each group's score (the sum of its
+// k / kept largest) and the `kept` best groups (ties: the lower group).
 __global__ void top_k_kernel(const float* x, const float* dy, float* y, int64_t outer, int64_t n, int64_t inner,
-                             int64_t k) {
+                             int64_t k, int64_t groups, int64_t kept) {
   DSTC_GRID_LOOP(line, outer * inner) {
     const int64_t base = line / inner * n * inner + line % inner;
     for (int64_t j = 0; j < n; ++j) y[base + j * inner] = 0.0f;
+    uint64_t allowed = ~uint64_t{0};
+    const int64_t per = groups > 0 ? n / groups : 0;
+    if (groups > 0) {
+      float score[kMaxTopKGroups];
+      const int64_t summed = k / kept > 1 ? k / kept : 1;
+      for (int64_t g = 0; g < groups; ++g) {
+        float last = INFINITY, sum = 0.0f;
+        int64_t last_j = -1;
+        for (int64_t pick = 0; pick < summed; ++pick) {
+          const int64_t j = next_largest(x, base, inner, g * per, (g + 1) * per, last, last_j, allowed, 0);
+          if (j < 0) break;
+          sum += last = x[base + j * inner];
+          last_j = j;
+        }
+        score[g] = sum;
+      }
+      allowed = 0;
+      for (int64_t pick = 0; pick < kept && pick < groups; ++pick) {
+        int64_t best = -1;
+        for (int64_t g = 0; g < groups; ++g)
+          if (!(allowed >> g & 1) && (best < 0 || score[g] > score[best])) best = g;
+        allowed |= uint64_t{1} << best;
+      }
+    }
     float last = INFINITY;
     int64_t last_j = -1;
     for (int64_t pick = 0; pick < k && pick < n; ++pick) {
-      int64_t best = -1;
-      for (int64_t j = 0; j < n; ++j) {
-        const float v = x[base + j * inner];
-        const bool below_last = v < last || (v == last && j > last_j);
-        if (below_last && (best < 0 || v > x[base + best * inner])) best = j;
-      }
+      const int64_t best = next_largest(x, base, inner, 0, n, last, last_j, allowed, per);
       if (best < 0) break;
       y[base + best * inner] = dy ? dy[base + best * inner] : x[base + best * inner];
       last = x[base + best * inner];
@@ -694,7 +729,8 @@ __global__ void attention_softmax_grad_kernel(const float* p, float* dp, int64_t
 
 // One thread per query row: the scores twice (max, then the sum of
 // exponentials), then the weighted values.
-__global__ void attention_kernel(const float* q, const float* k, const float* v, float* y, AttentionShape a) {
+__global__ void attention_kernel(const float* q, const float* k, const float* v, float* y, float* lse,
+                                 AttentionShape a) {
   DSTC_GRID_LOOP(row, a.bh * a.s) {
     const int64_t b = row / a.s, i = row % a.s, kv = b / a.group, visible = visible_keys(a, i);
     const float* pq = q + row * a.d;
@@ -709,6 +745,25 @@ __global__ void attention_kernel(const float* q, const float* k, const float* v,
       const float p = expf(score(pq, pk + j * a.d, a.d, a.scale) - mx) / z;
       for (int64_t l = 0; l < a.e; ++l) po[l] += p * pv[j * a.e + l];
     }
+    if (lse) lse[row] = visible > 0 ? mx + logf(z) : mx;
+  }
+}
+
+// One thread per output element: the parts' weights exp(lse - max) over
+// their sum, the maximum first so that no exponential overflows.
+__global__ void attention_merge_kernel(const float* o, const float* lse, float* y, int64_t parts, int64_t rows,
+                                       int64_t dv) {
+  DSTC_GRID_LOOP(at, rows * dv) {
+    const int64_t r = at / dv, l = at % dv;
+    float top = -INFINITY, total = 0.0f, sum = 0.0f;
+    for (int64_t i = 0; i < parts; ++i) top = fmaxf(top, lse[i * rows + r]);
+    if (top == -INFINITY) {
+      y[at] = 0.0f;
+      continue;
+    }
+    for (int64_t i = 0; i < parts; ++i) total += expf(lse[i * rows + r] - top);
+    for (int64_t i = 0; i < parts; ++i) sum += expf(lse[i * rows + r] - top) / total * o[(i * rows + r) * dv + l];
+    y[at] = sum;
   }
 }
 
@@ -915,9 +970,15 @@ cudaError_t cross_entropy_grad(const float* dloss, const float* logits, const fl
   return cudaGetLastError();
 }
 
-cudaError_t attention(const float* q, const float* k, const float* v, float* y, const AttentionShape& a,
+cudaError_t attention(const float* q, const float* k, const float* v, float* y, float* lse, const AttentionShape& a,
                       cudaStream_t s) {
-  attention_kernel<<<blocks(a.bh * a.s), kThreads, 0, s>>>(q, k, v, y, a);
+  attention_kernel<<<blocks(a.bh * a.s), kThreads, 0, s>>>(q, k, v, y, lse, a);
+  return cudaGetLastError();
+}
+
+cudaError_t attention_merge(const float* o, const float* lse, float* y, int64_t parts, int64_t rows, int64_t dv,
+                            cudaStream_t s) {
+  attention_merge_kernel<<<blocks(rows * dv), kThreads, 0, s>>>(o, lse, y, parts, rows, dv);
   return cudaGetLastError();
 }
 
@@ -1027,8 +1088,9 @@ cudaError_t dropout(const float* x, float* y, float* mask, int64_t n, const Drop
 }
 
 cudaError_t top_k(const float* x, const float* dy, float* y, int64_t outer, int64_t n, int64_t inner, int64_t k,
-                  cudaStream_t s) {
-  top_k_kernel<<<blocks(outer * inner), kThreads, 0, s>>>(x, dy, y, outer, n, inner, k);
+                  int64_t groups, int64_t kept, cudaStream_t s) {
+  if (groups > kMaxTopKGroups || (groups > 0 && (kept <= 0 || n % groups != 0))) return cudaErrorInvalidValue;
+  top_k_kernel<<<blocks(outer * inner), kThreads, 0, s>>>(x, dy, y, outer, n, inner, k, groups, kept);
   return cudaGetLastError();
 }
 

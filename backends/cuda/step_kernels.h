@@ -141,9 +141,12 @@ cudaError_t dropout(const float* x, float* y, float* mask, int64_t n, const Drop
 
 // Along the middle dim (n) of [outer, n, inner]: y keeps the k largest of
 // each line (ties: the lower index) and zeros the rest; the gradient keeps
-// dy at the same places.
+// dy at the same places. With `groups` > 0 (at most kMaxTopKGroups), only
+// among the `kept` groups of n / groups consecutive entries whose k / kept
+// largest sum highest (node-limited routing, as the reference's top_k).
+inline constexpr int64_t kMaxTopKGroups = 64;
 cudaError_t top_k(const float* x, const float* dy, float* y, int64_t outer, int64_t n, int64_t inner, int64_t k,
-                  cudaStream_t s);
+                  int64_t groups, int64_t kept, cudaStream_t s);
 
 // Routing of gates [groups, tokens, experts] into capacity slots
 // [groups·experts·capacity, width], tokens in order per expert (as the
@@ -166,8 +169,14 @@ struct AttentionShape {
   bool causal;
   float scale;
 };
-cudaError_t attention(const float* q, const float* k, const float* v, float* y, const AttentionShape& a,
+// `lse` (bh·s floats, or null) gets each row's log-sum-exp of its scaled
+// scores, -inf for a row that sees no key (flash-decoding's partials).
+cudaError_t attention(const float* q, const float* k, const float* v, float* y, float* lse, const AttentionShape& a,
                       cudaStream_t s);
+// Flash-decoding's merge of `parts` partial outputs o [parts, rows, dv]
+// by their log-sum-exps lse [parts, rows] into y [rows, dv].
+cudaError_t attention_merge(const float* o, const float* lse, float* y, int64_t parts, int64_t rows, int64_t dv,
+                            cudaStream_t s);
 // Attention's softmax on its scores S [rows, t] in place: row r is query
 // r mod s (rows run over the query heads of a k/v head, then the queries),
 // scaled by `scale`, masked beyond its visible keys when causal. The
