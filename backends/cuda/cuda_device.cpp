@@ -298,6 +298,30 @@ cuda::AttentionShape attention_shape(const reference::DeviceContext& ctx, const 
   return a;
 }
 
+// A convolution of input x by weights w into y (NCHW), as the reference's.
+cuda::ConvShape conv_shape(const CudaValue& x, const CudaValue& w, const CudaValue& y, const ir::AttrReader& attrs) {
+  const reference::kernels::Conv2dParams p = reference::conv_params(attrs);
+  cuda::ConvShape c{x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[2],
+                    w.shape[3], y.shape[2], y.shape[3], p.groups,   {},         {}};
+  for (int i = 0; i < 2; ++i) {
+    c.stride[i] = p.stride[i];
+    c.padding[i] = p.padding[i];
+  }
+  return c;
+}
+
+// A pooling of x into y (NCHW).
+cuda::PoolShape pool_shape(const CudaValue& x, const CudaValue& y, const ir::AttrReader& attrs) {
+  const reference::kernels::PoolParams p = reference::pool_params(attrs);
+  cuda::PoolShape s{x.shape[0] * x.shape[1], x.shape[2], x.shape[3], y.shape[2], y.shape[3], {}, {}, {}};
+  for (int i = 0; i < 2; ++i) {
+    s.kernel[i] = p.kernel[i];
+    s.stride[i] = p.stride[i];
+    s.padding[i] = p.padding[i];
+  }
+  return s;
+}
+
 class CudaDevice final : public Device {
  public:
   CudaDevice(int gpu, GemmPrecision gemms) : gpu_(gpu), gemm_precision_(gemms) {
@@ -382,7 +406,14 @@ class CudaDevice final : public Device {
       case OpKind::Unshard:
       case OpKind::Attention:
       case OpKind::AttentionPart:
-      case OpKind::AttentionMerge: return {};
+      case OpKind::AttentionMerge:
+      case OpKind::Conv2d:
+      case OpKind::Conv2dInputGrad:
+      case OpKind::Conv2dWeightGrad:
+      case OpKind::MaxPool2d:
+      case OpKind::MaxPool2dGrad:
+      case OpKind::AvgPool2d:
+      case OpKind::AvgPool2dGrad: return {};
       case OpKind::Einsum: {
         if (f.operands(op).size() > 2) return "an einsum of more than two operands has no CUDA kernel yet";
         return {};
@@ -577,6 +608,20 @@ class CudaDevice final : public Device {
         a.first_query = context + x[1]->shape[2] - queries.logical_shape[2] + queries.offset[2] - first;
         return cuda::attention(x[0]->data, keys.data, values.data, y[0]->data, y[1]->data, a, stream_);
       }
+      case OpKind::Conv2d:
+        return cuda::conv2d(x[0]->data, x[1]->data, y[0]->data, conv_shape(*x[0], *x[1], *y[0], attrs), stream_);
+      case OpKind::Conv2dInputGrad:
+        return cuda::conv2d_input_grad(x[0]->data, x[2]->data, y[0]->data, conv_shape(*y[0], *x[2], *x[0], attrs),
+                                       stream_);
+      case OpKind::Conv2dWeightGrad:
+        return cuda::conv2d_weight_grad(x[0]->data, x[1]->data, y[0]->data, conv_shape(*x[1], *y[0], *x[0], attrs),
+                                        stream_);
+      case OpKind::MaxPool2d: return cuda::max_pool2d(x[0]->data, y[0]->data, pool_shape(*x[0], *y[0], attrs), stream_);
+      case OpKind::MaxPool2dGrad:
+        return cuda::max_pool2d_grad(x[0]->data, x[1]->data, y[0]->data, pool_shape(*y[0], *x[0], attrs), stream_);
+      case OpKind::AvgPool2d: return cuda::avg_pool2d(x[0]->data, y[0]->data, pool_shape(*x[0], *y[0], attrs), stream_);
+      case OpKind::AvgPool2dGrad:
+        return cuda::avg_pool2d_grad(x[0]->data, y[0]->data, pool_shape(*y[0], *x[0], attrs), stream_);
       case OpKind::AttentionMerge: {
         const int64_t parts = x[0]->shape[0], dv = x[0]->shape.back();
         return cuda::attention_merge(x[0]->data, x[1]->data, y[0]->data, parts, x[1]->elements / parts, dv, stream_);

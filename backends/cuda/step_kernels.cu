@@ -749,6 +749,133 @@ __global__ void attention_kernel(const float* q, const float* k, const float* v,
   }
 }
 
+__global__ void conv2d_kernel(const float* x, const float* w, float* y, ConvShape c) {
+  const int64_t cg = c.c_in / c.groups, og = c.o_out / c.groups;
+  DSTC_GRID_LOOP(out, c.n * c.o_out * c.oh * c.ow) {
+    const int64_t ox = out % c.ow, oy = out / c.ow % c.oh, o = out / (c.ow * c.oh) % c.o_out,
+                  n = out / (c.ow * c.oh * c.o_out), first_channel = o / og * cg;
+    float sum = 0.0f;
+    for (int64_t ch = 0; ch < cg; ++ch)
+      for (int64_t i = 0; i < c.kh; ++i) {
+        const int64_t iy = oy * c.stride[0] - c.padding[0] + i;
+        if (iy < 0 || iy >= c.h) continue;
+        for (int64_t j = 0; j < c.kw; ++j) {
+          const int64_t ix = ox * c.stride[1] - c.padding[1] + j;
+          if (ix < 0 || ix >= c.w) continue;
+          sum +=
+              x[((n * c.c_in + first_channel + ch) * c.h + iy) * c.w + ix] * w[((o * cg + ch) * c.kh + i) * c.kw + j];
+        }
+      }
+    y[out] = sum;
+  }
+}
+
+// The outputs along one axis whose window covers input position `at`:
+// [*lo, *hi).
+__device__ void covering(int64_t at, int64_t stride, int64_t padding, int64_t kernel, int64_t outputs, int64_t* lo,
+                         int64_t* hi) {
+  const int64_t top = at + padding;  // out·stride <= top < out·stride + kernel
+  *lo = top - kernel + 1 > 0 ? (top - kernel + 1 + stride - 1) / stride : 0;
+  *hi = top / stride + 1 < outputs ? top / stride + 1 : outputs;
+}
+
+__global__ void conv2d_input_grad_kernel(const float* dy, const float* w, float* dx, ConvShape c) {
+  const int64_t cg = c.c_in / c.groups, og = c.o_out / c.groups;
+  DSTC_GRID_LOOP(at, c.n * c.c_in * c.h * c.w) {
+    const int64_t ix = at % c.w, iy = at / c.w % c.h, ci = at / (c.w * c.h) % c.c_in, n = at / (c.w * c.h * c.c_in);
+    const int64_t group = ci / cg, ch = ci % cg;
+    int64_t y0, y1, x0, x1;
+    covering(iy, c.stride[0], c.padding[0], c.kh, c.oh, &y0, &y1);
+    covering(ix, c.stride[1], c.padding[1], c.kw, c.ow, &x0, &x1);
+    float sum = 0.0f;
+    for (int64_t o = group * og; o < (group + 1) * og; ++o)
+      for (int64_t oy = y0; oy < y1; ++oy)
+        for (int64_t ox = x0; ox < x1; ++ox) {
+          const int64_t i = iy + c.padding[0] - oy * c.stride[0], j = ix + c.padding[1] - ox * c.stride[1];
+          sum += dy[((n * c.o_out + o) * c.oh + oy) * c.ow + ox] * w[((o * cg + ch) * c.kh + i) * c.kw + j];
+        }
+    dx[at] = sum;
+  }
+}
+
+__global__ void conv2d_weight_grad_kernel(const float* dy, const float* x, float* dw, ConvShape c) {
+  const int64_t cg = c.c_in / c.groups, og = c.o_out / c.groups;
+  DSTC_GRID_LOOP(at, c.o_out * cg * c.kh * c.kw) {
+    const int64_t j = at % c.kw, i = at / c.kw % c.kh, ch = at / (c.kw * c.kh) % cg, o = at / (c.kw * c.kh * cg);
+    const int64_t channel = o / og * cg + ch;
+    float sum = 0.0f;
+    for (int64_t n = 0; n < c.n; ++n)
+      for (int64_t oy = 0; oy < c.oh; ++oy) {
+        const int64_t iy = oy * c.stride[0] - c.padding[0] + i;
+        if (iy < 0 || iy >= c.h) continue;
+        for (int64_t ox = 0; ox < c.ow; ++ox) {
+          const int64_t ix = ox * c.stride[1] - c.padding[1] + j;
+          if (ix < 0 || ix >= c.w) continue;
+          sum += dy[((n * c.o_out + o) * c.oh + oy) * c.ow + ox] * x[((n * c.c_in + channel) * c.h + iy) * c.w + ix];
+        }
+      }
+    dw[at] = sum;
+  }
+}
+
+// The index in its plane of the first maximum of output window (oy, ox).
+__device__ int64_t window_argmax(const float* plane, const PoolShape& p, int64_t oy, int64_t ox) {
+  float best = -INFINITY;
+  int64_t where = -1;
+  for (int64_t i = 0; i < p.kernel[0]; ++i) {
+    const int64_t iy = oy * p.stride[0] - p.padding[0] + i;
+    if (iy < 0 || iy >= p.h) continue;
+    for (int64_t j = 0; j < p.kernel[1]; ++j) {
+      const int64_t ix = ox * p.stride[1] - p.padding[1] + j;
+      if (ix >= 0 && ix < p.w && plane[iy * p.w + ix] > best) {
+        best = plane[iy * p.w + ix];
+        where = iy * p.w + ix;
+      }
+    }
+  }
+  return where;
+}
+
+// kind 0: max, 1: average.
+__global__ void pool2d_kernel(int kind, const float* x, float* y, PoolShape p) {
+  DSTC_GRID_LOOP(out, p.planes * p.oh * p.ow) {
+    const int64_t ox = out % p.ow, oy = out / p.ow % p.oh;
+    const float* plane = x + out / (p.ow * p.oh) * p.h * p.w;
+    float acc = kind == 0 ? -INFINITY : 0.0f;
+    for (int64_t i = 0; i < p.kernel[0]; ++i) {
+      const int64_t iy = oy * p.stride[0] - p.padding[0] + i;
+      if (iy < 0 || iy >= p.h) continue;
+      for (int64_t j = 0; j < p.kernel[1]; ++j) {
+        const int64_t ix = ox * p.stride[1] - p.padding[1] + j;
+        if (ix < 0 || ix >= p.w) continue;
+        acc = kind == 0 ? fmaxf(acc, plane[iy * p.w + ix]) : acc + plane[iy * p.w + ix];
+      }
+    }
+    y[out] = kind == 0 ? acc : acc / static_cast<float>(p.kernel[0] * p.kernel[1]);
+  }
+}
+
+// One thread per input element: the gradients of the windows covering it
+// (max: those whose first maximum it is).
+__global__ void pool2d_grad_kernel(int kind, const float* dy, const float* x, float* dx, PoolShape p) {
+  DSTC_GRID_LOOP(at, p.planes * p.h * p.w) {
+    const int64_t ix = at % p.w, iy = at / p.w % p.h, plane = at / (p.w * p.h);
+    int64_t y0, y1, x0, x1;
+    covering(iy, p.stride[0], p.padding[0], p.kernel[0], p.oh, &y0, &y1);
+    covering(ix, p.stride[1], p.padding[1], p.kernel[1], p.ow, &x0, &x1);
+    float sum = 0.0f;
+    for (int64_t oy = y0; oy < y1; ++oy)
+      for (int64_t ox = x0; ox < x1; ++ox) {
+        const float g = dy[(plane * p.oh + oy) * p.ow + ox];
+        if (kind == 1)
+          sum += g / static_cast<float>(p.kernel[0] * p.kernel[1]);
+        else if (window_argmax(x + plane * p.h * p.w, p, oy, ox) == iy * p.w + ix)
+          sum += g;
+      }
+    dx[at] = sum;
+  }
+}
+
 // One thread per output element: the parts' weights exp(lse - max) over
 // their sum, the maximum first so that no exponential overflows.
 __global__ void attention_merge_kernel(const float* o, const float* lse, float* y, int64_t parts, int64_t rows,
@@ -973,6 +1100,41 @@ cudaError_t cross_entropy_grad(const float* dloss, const float* logits, const fl
 cudaError_t attention(const float* q, const float* k, const float* v, float* y, float* lse, const AttentionShape& a,
                       cudaStream_t s) {
   attention_kernel<<<blocks(a.bh * a.s), kThreads, 0, s>>>(q, k, v, y, lse, a);
+  return cudaGetLastError();
+}
+
+cudaError_t conv2d(const float* x, const float* w, float* y, const ConvShape& c, cudaStream_t s) {
+  conv2d_kernel<<<blocks(c.n * c.o_out * c.oh * c.ow), kThreads, 0, s>>>(x, w, y, c);
+  return cudaGetLastError();
+}
+
+cudaError_t conv2d_input_grad(const float* dy, const float* w, float* dx, const ConvShape& c, cudaStream_t s) {
+  conv2d_input_grad_kernel<<<blocks(c.n * c.c_in * c.h * c.w), kThreads, 0, s>>>(dy, w, dx, c);
+  return cudaGetLastError();
+}
+
+cudaError_t conv2d_weight_grad(const float* dy, const float* x, float* dw, const ConvShape& c, cudaStream_t s) {
+  conv2d_weight_grad_kernel<<<blocks(c.o_out * (c.c_in / c.groups) * c.kh * c.kw), kThreads, 0, s>>>(dy, x, dw, c);
+  return cudaGetLastError();
+}
+
+cudaError_t max_pool2d(const float* x, float* y, const PoolShape& p, cudaStream_t s) {
+  pool2d_kernel<<<blocks(p.planes * p.oh * p.ow), kThreads, 0, s>>>(0, x, y, p);
+  return cudaGetLastError();
+}
+
+cudaError_t max_pool2d_grad(const float* dy, const float* x, float* dx, const PoolShape& p, cudaStream_t s) {
+  pool2d_grad_kernel<<<blocks(p.planes * p.h * p.w), kThreads, 0, s>>>(0, dy, x, dx, p);
+  return cudaGetLastError();
+}
+
+cudaError_t avg_pool2d(const float* x, float* y, const PoolShape& p, cudaStream_t s) {
+  pool2d_kernel<<<blocks(p.planes * p.oh * p.ow), kThreads, 0, s>>>(1, x, y, p);
+  return cudaGetLastError();
+}
+
+cudaError_t avg_pool2d_grad(const float* dy, float* dx, const PoolShape& p, cudaStream_t s) {
+  pool2d_grad_kernel<<<blocks(p.planes * p.h * p.w), kThreads, 0, s>>>(1, dy, nullptr, dx, p);
   return cudaGetLastError();
 }
 

@@ -161,6 +161,28 @@ cudaError_t combine(const float* slots, const float* gates, float* y, const Rout
 cudaError_t combine_gate_grad(const float* dz, const float* slots, const float* gates, float* y, const Routes& r,
                               cudaStream_t s);
 
+// Convolution of x [n, c_in, h, w] by w [o_out, c_in / groups, kh, kw]
+// into y [n, o_out, oh, ow] (NCHW, zero padding), and its gradients; one
+// thread per element written, each a sum in a fixed order (no atomics).
+struct ConvShape {
+  int64_t n, c_in, h, w, o_out, kh, kw, oh, ow, groups;
+  int64_t stride[2], padding[2];
+};
+cudaError_t conv2d(const float* x, const float* w, float* y, const ConvShape& c, cudaStream_t s);
+cudaError_t conv2d_input_grad(const float* dy, const float* w, float* dx, const ConvShape& c, cudaStream_t s);
+cudaError_t conv2d_weight_grad(const float* dy, const float* x, float* dw, const ConvShape& c, cudaStream_t s);
+// Pooling of planes [planes, h, w] into [planes, oh, ow] over windows of
+// `kernel` (positions outside x skipped; the average divides by the whole
+// window); max pooling's gradient goes to each window's first maximum.
+struct PoolShape {
+  int64_t planes, h, w, oh, ow;
+  int64_t kernel[2], stride[2], padding[2];
+};
+cudaError_t max_pool2d(const float* x, float* y, const PoolShape& p, cudaStream_t s);
+cudaError_t max_pool2d_grad(const float* dy, const float* x, float* dx, const PoolShape& p, cudaStream_t s);
+cudaError_t avg_pool2d(const float* x, float* y, const PoolShape& p, cudaStream_t s);
+cudaError_t avg_pool2d_grad(const float* dy, float* dx, const PoolShape& p, cudaStream_t s);
+
 // Attention over q [bh, s, d], k [bkv, t, d], v [bkv, t, e] with `group`
 // query heads per k/v head; query i sees keys up to first_query + i when
 // causal.

@@ -30,6 +30,17 @@ DevicePlacement placement_of(const DeviceContext& ctx, ir::ValueId v, std::span<
   return place_on_device(ctx.module, value.devices, layout, shape, ctx.rank);
 }
 
+// A pair attribute ([h, w]) or its default.
+void pair_attr(const ir::AttrReader& attrs, std::string_view name, int64_t (&out)[2]) {
+  std::span<const int64_t> v = attrs.ints(name);
+  if (v.size() == 2) {
+    out[0] = v[0];
+    out[1] = v[1];
+  } else if (v.size() == 1) {
+    out[0] = out[1] = v[0];
+  }
+}
+
 }  // namespace
 
 DevicePlacement result_placement(const DeviceContext& ctx, std::span<const int64_t> shape) {
@@ -54,6 +65,24 @@ DevicePlacement dropout_placement(const DeviceContext& ctx, std::span<const int6
     where.logical_shape[0] *= ctx.micro_batches;
   }
   return where;
+}
+
+kernels::Conv2dParams conv_params(const ir::AttrReader& attrs) {
+  kernels::Conv2dParams p;
+  pair_attr(attrs, "stride", p.stride);
+  pair_attr(attrs, "padding", p.padding);
+  p.groups = attrs.integer("groups");
+  return p;
+}
+
+kernels::PoolParams pool_params(const ir::AttrReader& attrs) {
+  kernels::PoolParams p;
+  pair_attr(attrs, "kernel", p.kernel);
+  p.stride[0] = p.kernel[0];
+  p.stride[1] = p.kernel[1];
+  pair_attr(attrs, "stride", p.stride);
+  pair_attr(attrs, "padding", p.padding);
+  return p;
 }
 
 }  // namespace dstc::reference

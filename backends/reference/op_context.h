@@ -8,6 +8,7 @@
 #include <span>
 
 #include "backends/reference/compute_ops.h"
+#include "backends/reference/kernels.h"
 #include "backends/reference/logical_layout.h"
 #include "ir/module.h"
 #include "ir/registry.h"
@@ -41,5 +42,10 @@ int64_t first_query(const DeviceContext& ctx, std::span<const int64_t> q_shape, 
 // Where a dropout result of `shape` sits in the step's whole batch: the
 // mask is drawn over it, micro-batch k holding rows [k·b, (k+1)·b) of dim 0.
 DevicePlacement dropout_placement(const DeviceContext& ctx, std::span<const int64_t> shape);
+
+// A convolution's or a pooling's attributes (stride, padding, groups;
+// kernel, its stride defaulting to the kernel).
+kernels::Conv2dParams conv_params(const ir::AttrReader& attrs);
+kernels::PoolParams pool_params(const ir::AttrReader& attrs);
 
 }  // namespace dstc::reference
