@@ -23,11 +23,16 @@ step run --device cuda "${mlp[@]}" -D hidden=64 --check --steps 3
 step run --device cuda "${mlp[@]}" --check --steps 5 --trace "$out/mlp_cuda_trace.json"
 step run --device cpu "${mlp[@]}" --steps 5
 # Every example at its verify size: a pass, or the op the device lacks.
+# The CUDA device computes in f32, so a verify run in f64 runs in f32 here.
 for cmd in tests/golden/verify/*.cmd; do
   read -r -a args <"$cmd"
   [ "${args[0]}" = verify ] && [[ "${args[1]}" == examples/* ]] && grep -qx "=== exit 0" <(head -n 1 "${cmd%.cmd}.expected") ||
     continue
-  step run --device cuda "${args[@]:1}" --check --steps 2
+  run_args=()
+  for ((i = 1; i < ${#args[@]}; ++i)); do
+    if [ "${args[i]}" = --arithmetic ]; then ((++i)); else run_args+=("${args[i]}"); fi
+  done
+  step run --device cuda "${run_args[@]}" --check --steps 2
 done
 # Ranks as processes, as torchrun starts them (TCP between them, one GPU).
 echo "\$ 8 processes with torchrun's variables: dstc run --device cuda gpt2_megatron --check" | tee -a "$log"

@@ -310,6 +310,18 @@ cuda::ConvShape conv_shape(const CudaValue& x, const CudaValue& w, const CudaVal
   return c;
 }
 
+// Batch norm's view of x [outer, channels, inner..]; with `counted`, the
+// elements its per-channel sums cover (the `count` attribute) and eps.
+cuda::BatchNormShape batchnorm_shape(const CudaValue& x, const ir::AttrReader& attrs, bool counted) {
+  const int64_t outer = x.shape[0], channels = x.shape[1];
+  cuda::BatchNormShape b{outer, channels, x.elements / std::max<int64_t>(outer * channels, 1), 0.0f, 0.0f};
+  if (counted) {
+    b.count = static_cast<float>(attrs.integer("count"));
+    b.eps = static_cast<float>(attrs.real("eps"));
+  }
+  return b;
+}
+
 // A pooling of x into y (NCHW).
 cuda::PoolShape pool_shape(const CudaValue& x, const CudaValue& y, const ir::AttrReader& attrs) {
   const reference::kernels::PoolParams p = reference::pool_params(attrs);
@@ -413,7 +425,11 @@ class CudaDevice final : public Device {
       case OpKind::MaxPool2d:
       case OpKind::MaxPool2dGrad:
       case OpKind::AvgPool2d:
-      case OpKind::AvgPool2dGrad: return {};
+      case OpKind::AvgPool2dGrad:
+      case OpKind::BatchNormStats:
+      case OpKind::BatchNormApply:
+      case OpKind::BatchNormWeightGrad:
+      case OpKind::BatchNormInputGrad: return {};
       case OpKind::Einsum: {
         if (f.operands(op).size() > 2) return "an einsum of more than two operands has no CUDA kernel yet";
         return {};
@@ -622,6 +638,17 @@ class CudaDevice final : public Device {
       case OpKind::AvgPool2d: return cuda::avg_pool2d(x[0]->data, y[0]->data, pool_shape(*x[0], *y[0], attrs), stream_);
       case OpKind::AvgPool2dGrad:
         return cuda::avg_pool2d_grad(x[0]->data, y[0]->data, pool_shape(*y[0], *x[0], attrs), stream_);
+      case OpKind::BatchNormStats:
+        return cuda::batchnorm_stats(x[0]->data, y[0]->data, y[1]->data, batchnorm_shape(*x[0], attrs, false), stream_);
+      case OpKind::BatchNormApply:
+        return cuda::batchnorm_apply(x[0]->data, x[1]->data, x[2]->data, x[3]->data, x[4]->data, y[0]->data,
+                                     batchnorm_shape(*x[0], attrs, true), stream_);
+      case OpKind::BatchNormWeightGrad:
+        return cuda::batchnorm_weight_grad(x[0]->data, x[1]->data, x[2]->data, x[3]->data, y[0]->data, y[1]->data,
+                                           batchnorm_shape(*x[1], attrs, true), stream_);
+      case OpKind::BatchNormInputGrad:
+        return cuda::batchnorm_input_grad(x[0]->data, x[1]->data, x[2]->data, x[3]->data, x[4]->data, x[5]->data,
+                                          x[6]->data, y[0]->data, batchnorm_shape(*x[1], attrs, true), stream_);
       case OpKind::AttentionMerge: {
         const int64_t parts = x[0]->shape[0], dv = x[0]->shape.back();
         return cuda::attention_merge(x[0]->data, x[1]->data, y[0]->data, parts, x[1]->elements / parts, dv, stream_);

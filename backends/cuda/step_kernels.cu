@@ -876,6 +876,67 @@ __global__ void pool2d_grad_kernel(int kind, const float* dy, const float* x, fl
   }
 }
 
+// Channel c's mean and 1/sqrt(var + eps) from its sums.
+__device__ void channel_stats(const float* sum, const float* sumsq, const BatchNormShape& b, int64_t c, float& mean,
+                              float& inv) {
+  mean = sum[c] / b.count;
+  inv = 1.0f / sqrtf(sumsq[c] / b.count - mean * mean + b.eps);
+}
+
+// One block per channel: block sums over its outer x inner elements of
+// f(element index) and g(element index).
+template <typename F, typename G>
+__device__ void channel_sums(const BatchNormShape& b, F f, G g, float* first, float* second) {
+  for (int64_t c = blockIdx.x; c < b.channels; c += gridDim.x) {
+    float a = 0.0f, d = 0.0f;
+    for (int64_t k = threadIdx.x; k < b.outer * b.inner; k += blockDim.x) {
+      const int64_t i = (k / b.inner * b.channels + c) * b.inner + k % b.inner;
+      a += f(c, i);
+      d += g(c, i);
+    }
+    a = block_sum(a);
+    d = block_sum(d);
+    if (threadIdx.x == 0) first[c] = a, second[c] = d;
+  }
+}
+
+__global__ void batchnorm_stats_kernel(const float* x, float* sum, float* sumsq, BatchNormShape b) {
+  channel_sums(
+      b, [&](int64_t, int64_t i) { return x[i]; }, [&](int64_t, int64_t i) { return x[i] * x[i]; }, sum, sumsq);
+}
+
+__global__ void batchnorm_weight_grad_kernel(const float* dy, const float* x, const float* sum, const float* sumsq,
+                                             float* dgamma, float* dbeta, BatchNormShape b) {
+  auto xhat_dy = [&](int64_t c, int64_t i) {
+    float mean, inv;
+    channel_stats(sum, sumsq, b, c, mean, inv);
+    return dy[i] * (x[i] - mean) * inv;
+  };
+  channel_sums(
+      b, xhat_dy, [&](int64_t, int64_t i) { return dy[i]; }, dgamma, dbeta);
+}
+
+__global__ void batchnorm_apply_kernel(const float* x, const float* sum, const float* sumsq, const float* gamma,
+                                       const float* beta, float* y, BatchNormShape b) {
+  DSTC_GRID_LOOP(i, b.outer * b.channels * b.inner) {
+    const int64_t c = i / b.inner % b.channels;
+    float mean, inv;
+    channel_stats(sum, sumsq, b, c, mean, inv);
+    y[i] = (x[i] - mean) * inv * gamma[c] + beta[c];
+  }
+}
+
+__global__ void batchnorm_input_grad_kernel(const float* dy, const float* x, const float* sum, const float* sumsq,
+                                            const float* gamma, const float* dgamma, const float* dbeta, float* dx,
+                                            BatchNormShape b) {
+  DSTC_GRID_LOOP(i, b.outer * b.channels * b.inner) {
+    const int64_t c = i / b.inner % b.channels;
+    float mean, inv;
+    channel_stats(sum, sumsq, b, c, mean, inv);
+    dx[i] = gamma[c] * inv * (dy[i] - dbeta[c] / b.count - (x[i] - mean) * inv * dgamma[c] / b.count);
+  }
+}
+
 // One thread per output element: the parts' weights exp(lse - max) over
 // their sum, the maximum first so that no exponential overflows.
 __global__ void attention_merge_kernel(const float* o, const float* lse, float* y, int64_t parts, int64_t rows,
@@ -1135,6 +1196,31 @@ cudaError_t avg_pool2d(const float* x, float* y, const PoolShape& p, cudaStream_
 
 cudaError_t avg_pool2d_grad(const float* dy, float* dx, const PoolShape& p, cudaStream_t s) {
   pool2d_grad_kernel<<<blocks(p.planes * p.h * p.w), kThreads, 0, s>>>(1, dy, nullptr, dx, p);
+  return cudaGetLastError();
+}
+
+cudaError_t batchnorm_stats(const float* x, float* sum, float* sumsq, const BatchNormShape& b, cudaStream_t s) {
+  batchnorm_stats_kernel<<<reduce_blocks(b.channels), kThreads, 0, s>>>(x, sum, sumsq, b);
+  return cudaGetLastError();
+}
+
+cudaError_t batchnorm_apply(const float* x, const float* sum, const float* sumsq, const float* gamma, const float* beta,
+                            float* y, const BatchNormShape& b, cudaStream_t s) {
+  batchnorm_apply_kernel<<<blocks(b.outer * b.channels * b.inner), kThreads, 0, s>>>(x, sum, sumsq, gamma, beta, y, b);
+  return cudaGetLastError();
+}
+
+cudaError_t batchnorm_weight_grad(const float* dy, const float* x, const float* sum, const float* sumsq, float* dgamma,
+                                  float* dbeta, const BatchNormShape& b, cudaStream_t s) {
+  batchnorm_weight_grad_kernel<<<reduce_blocks(b.channels), kThreads, 0, s>>>(dy, x, sum, sumsq, dgamma, dbeta, b);
+  return cudaGetLastError();
+}
+
+cudaError_t batchnorm_input_grad(const float* dy, const float* x, const float* sum, const float* sumsq,
+                                 const float* gamma, const float* dgamma, const float* dbeta, float* dx,
+                                 const BatchNormShape& b, cudaStream_t s) {
+  batchnorm_input_grad_kernel<<<blocks(b.outer * b.channels * b.inner), kThreads, 0, s>>>(dy, x, sum, sumsq, gamma,
+                                                                                          dgamma, dbeta, dx, b);
   return cudaGetLastError();
 }
 

@@ -183,6 +183,24 @@ cudaError_t max_pool2d_grad(const float* dy, const float* x, float* dx, const Po
 cudaError_t avg_pool2d(const float* x, float* y, const PoolShape& p, cudaStream_t s);
 cudaError_t avg_pool2d_grad(const float* dy, float* dx, const PoolShape& p, cudaStream_t s);
 
+// Batch norm over x [outer, channels, inner] from per-channel sums over
+// `count` elements (those of every device holding a part of the batch):
+// the sums of x and x², the normalization by mean and 1/sqrt(var + eps)
+// times gamma plus beta, the gradients of gamma and beta (per-channel sums
+// of dy·x̂ and dy) and of x. One block per channel for the sums.
+struct BatchNormShape {
+  int64_t outer, channels, inner;
+  float count, eps;
+};
+cudaError_t batchnorm_stats(const float* x, float* sum, float* sumsq, const BatchNormShape& b, cudaStream_t s);
+cudaError_t batchnorm_apply(const float* x, const float* sum, const float* sumsq, const float* gamma, const float* beta,
+                            float* y, const BatchNormShape& b, cudaStream_t s);
+cudaError_t batchnorm_weight_grad(const float* dy, const float* x, const float* sum, const float* sumsq, float* dgamma,
+                                  float* dbeta, const BatchNormShape& b, cudaStream_t s);
+cudaError_t batchnorm_input_grad(const float* dy, const float* x, const float* sum, const float* sumsq,
+                                 const float* gamma, const float* dgamma, const float* dbeta, float* dx,
+                                 const BatchNormShape& b, cudaStream_t s);
+
 // Attention over q [bh, s, d], k [bkv, t, d], v [bkv, t, e] with `group`
 // query heads per k/v head; query i sees keys up to first_query + i when
 // causal.
