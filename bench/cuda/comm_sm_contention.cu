@@ -13,7 +13,9 @@
 // GEMM's cuBLASLt configuration (tile, cluster shape) and its time beside
 // an idle holder of every k from 0 to 40, then beside holders lasting a
 // quarter and a half of a run of GEMMs (what a shorter collective costs).
-// Usage: dstc_comm_sm_contention [sweep]
+// `placement` prints how clusters fit the GPU, the SMs a holder's CTAs
+// land on, and the GEMMs beside holders launched as pairs of SMs.
+// Usage: dstc_comm_sm_contention [sweep | placement]
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -45,7 +47,9 @@ __global__ void hold_sms(bool stream_memory, long long cycles, volatile int* res
                          size_t per_block, unsigned long long* moved) {
   extern __shared__ float4 staging[];
   if (threadIdx.x == 0) {
-    resident[blockIdx.x] = 1;
+    unsigned sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    resident[blockIdx.x] = 1 + static_cast<int>(sm);  // nonzero: resident, and where
     __threadfence_system();
   }
   const float4* s = src + blockIdx.x * per_block;
@@ -147,6 +151,7 @@ struct Holder {
   int sms = 0;
   bool stream_memory = false;
   int shared_kb = 48;
+  int cluster = 1;  // CTAs launched as clusters of this many (SMs of one GPC)
 };
 
 struct Timing {
@@ -189,13 +194,24 @@ struct Bench {
     for (int i = 0; i < h.sms; ++i) resident[i] = 0;
     check(cudaMemsetAsync(moved, 0, sizeof(*moved), holder_stream), "reset");
     check(cudaEventRecord(h0, holder_stream), "h0");
-    hold_sms<<<h.sms, 512, size_t(h.shared_kb) << 10, holder_stream>>>(h.stream_memory, cycles, resident_device, src,
-                                                                       dst, holder_floats4 / h.sms, moved);
-    check(cudaGetLastError(), "holder launch");
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(h.sms);
+    config.blockDim = dim3(512);
+    config.dynamicSmemBytes = size_t(h.shared_kb) << 10;
+    config.stream = holder_stream;
+    cudaLaunchAttribute cluster{};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = h.cluster;
+    cluster.val.clusterDim.y = cluster.val.clusterDim.z = 1;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    check(cudaLaunchKernelEx(&config, hold_sms, h.stream_memory, cycles, resident_device,
+                             static_cast<const float4*>(src), dst, holder_floats4 / h.sms, moved),
+          "holder launch");
     check(cudaEventRecord(h1, holder_stream), "h1");
     for (;;) {
       int up = 0;
-      for (int i = 0; i < h.sms; ++i) up += resident[i];
+      for (int i = 0; i < h.sms; ++i) up += resident[i] != 0;
       if (up == h.sms) break;
       std::this_thread::yield();
     }
@@ -263,6 +279,55 @@ void sweep(Bench& bench, cublasLtHandle_t lt, int sms) {
   }
 }
 
+// Where the holder's CTAs land and whether that explains the GEMMs' loss:
+// how many clusters of 2-16 CTAs of one SM each fit at once (the GPCs'
+// sizes), the SMs k holder CTAs occupy, and the GEMMs beside holders
+// launched as single CTAs and as clusters of 2 (whole SM pairs).
+void placement(Bench& bench, cublasLtHandle_t lt, int sms) {
+  for (int size : {2, 4, 8, 16}) {
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(size * 64);
+    config.blockDim = dim3(512);
+    config.dynamicSmemBytes = 120 << 10;
+    cudaLaunchAttribute cluster{};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = size;
+    cluster.val.clusterDim.y = cluster.val.clusterDim.z = 1;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    if (size > 8) cudaFuncSetAttribute(hold_sms, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    int clusters = 0;
+    cudaError_t e = cudaOccupancyMaxActiveClusters(&clusters, hold_sms, &config);
+    std::printf("# clusters of %d one-SM CTAs resident at once: %d (%s)\n", size, clusters, cudaGetErrorString(e));
+  }
+  for (int k : {1, 2, 4, 8, 16, 24}) {
+    bench.launch_holder(Holder{k, false, 120, 1}, static_cast<long long>(5 * bench.cycles_per_ms));
+    std::printf("# %d holder CTAs on SMs:", k);
+    for (int i = 0; i < k; ++i) std::printf(" %d", bench.resident[i] - 1);
+    std::printf("\n");
+    check(cudaDeviceSynchronize(), "sync");
+  }
+  struct Shape {
+    int64_t m, n, k;
+  };
+  std::printf("victim\theld_sms\tsingle_ratio\tpairs_ratio\tsms/(sms-k)\n");
+  for (const Shape& s : std::vector<Shape>{{8192, 4096, 4096}, {8192, 14336, 4096}, {2048, 2048, 4096}}) {
+    Gemm gemm(lt, s.m, s.n, s.k, 0);
+    auto run = [&](cudaStream_t st) { gemm.run(st); };
+    const double once = bench.time(Holder{}, run, 10, 0).per_run_ms;
+    const int runs = std::max(3, static_cast<int>(8.0 / once));
+    const double alone = bench.time(Holder{}, run, runs, 0).per_run_ms;
+    const std::string name = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
+    for (int k : {2, 4, 8, 16, 24, 32}) {
+      const double single = bench.time(Holder{k, false, 120, 1}, run, runs, 30).per_run_ms;
+      const double pairs = bench.time(Holder{k, false, 120, 2}, run, runs, 30).per_run_ms;
+      std::printf("%s\t%d\t%.3f\t%.3f\t%.3f\n", name.c_str(), k, single / alone, pairs / alone,
+                  double(sms) / (sms - k));
+    }
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -276,6 +341,10 @@ int main(int argc, char** argv) {
   check(cublasLtCreate(&lt), "cublasLt");
   if (argc > 1 && std::string(argv[1]) == "sweep") {
     sweep(bench, lt, sms);
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "placement") {
+    placement(bench, lt, sms);
     return 0;
   }
 
