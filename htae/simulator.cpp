@@ -36,6 +36,12 @@ std::optional<ExecutorKind> parse_executor(std::string_view name) {
 
 namespace {
 
+// DeepEP's deduplicated expert exchange (moe_dispatcher = deepep): an
+// all_to_all that sends each token once per node (`copies`).
+bool is_deepep_exchange(const ir::Module& m, const ir::Function& f, const ir::Op& op) {
+  return op.kind == ir::OpKind::AllToAll && ir::AttrReader(m, f, op).integer("copies") >= 1;
+}
+
 // Communication whose kernels take SMs from the compute they overlap:
 // gradient collectives and all-to-alls (the experts', which a schedule can
 // run beside another micro-batch's compute, and boxing's). Other
@@ -53,7 +59,7 @@ bool slows_compute(const ir::Op& op) {
 int64_t sms_taken(const ir::Module& m, const ir::Function& f, const ir::Op& op, const CommComponent& comp,
                   const ClusterSpec& cluster) {
   if (!slows_compute(op)) return 0;
-  if (op.kind == ir::OpKind::AllToAll && ir::AttrReader(m, f, op).integer("copies") >= 1) return kDeepepSms;
+  if (is_deepep_exchange(m, f, op)) return kDeepepSms;
   auto spans_nodes = [&](const std::vector<int64_t>& group) {
     return std::any_of(group.begin(), group.end(),
                        [&](int64_t d) { return d / cluster.gpus_per_node != group[0] / cluster.gpus_per_node; });
@@ -338,7 +344,7 @@ void Executor::prepare() {
   // allocated once per process and sized for its largest group and token.
   std::vector<int64_t> deepep(classes_.count(), 0);
   for (const ir::Op& op : f_.ops) {
-    if (op.kind != ir::OpKind::AllToAll || ir::AttrReader(m_, f_, op).integer("copies") < 1) continue;
+    if (!is_deepep_exchange(m_, f_, op)) continue;
     const ir::TensorType& tokens = m_.value_type(f_, f_.operands(op)[0]);
     const int64_t hidden = tokens.dim(tokens.rank - 1) * std::max<int64_t>(ir::dtype_bytes(tokens.dtype), 2);
     const int64_t bytes = deepep_buffer_bytes(ir::group_size(m_, op), hidden);
@@ -1074,7 +1080,7 @@ bool fits(const ir::Module& module, const ClusterSpec& cluster, DiagnosticEngine
 bool deepep_groups_supported(const ir::Module& m, const ir::Function& f, DiagnosticEngine& diags) {
   for (OpId id = 0; id < f.ops.size(); ++id) {
     const ir::Op& op = f.ops[id];
-    if (op.kind != ir::OpKind::AllToAll || ir::AttrReader(m, f, op).integer("copies") < 1) continue;
+    if (!is_deepep_exchange(m, f, op)) continue;
     const int64_t group = ir::group_size(m, op);
     if (std::find(kDeepepGroups.begin(), kDeepepGroups.end(), group) != kDeepepGroups.end()) continue;
     // Where the module came from a .dstrat, the op's loc is the layer that
