@@ -257,7 +257,10 @@ class Executor {
   std::vector<uint32_t> uses_;
   std::vector<uint8_t> keep_;      // arguments and returned values live to the end
   std::vector<uint8_t> in_place_;  // optimizer results held in their argument's memory
-  std::vector<MemoryKind> kind_;   // what each value's bytes count as
+  // Bytes of a value held in its operand's memory: an in-place all_gather's
+  // local chunk (the distributed optimizer's parameter buffer).
+  std::vector<int64_t> shared_bytes_;
+  std::vector<MemoryKind> kind_;  // what each value's bytes count as
 
   // Per op.
   std::vector<double> duration_;  // compute ops: seconds at full speed
@@ -372,6 +375,10 @@ void Executor::prepare() {
       }
     }
   }
+  shared_bytes_.assign(f_.values.size(), 0);
+  for (const ir::Op& op : f_.ops)
+    if (op.kind == ir::OpKind::AllGather && op.operand_count == 1 && ir::AttrReader(m_, f_, op).boolean("in_place"))
+      shared_bytes_[op.first_result] = m_.value_bytes(f_, f_.operands(op)[0]);
   // Queues, uses, costs, rendezvous layouts.
   std::vector<OpId> pairs = ir::pair_channels(f_);
   duration_.assign(ops, 0);
@@ -857,12 +864,13 @@ void Executor::classify_values() {
 void Executor::alloc_results(uint32_t c, const ir::Op& op) {
   for (uint16_t r = 0; r < op.result_count; ++r) {
     ValueId v = op.first_result + r;
-    if (slot(v, c) != kNone && !in_place_[v]) memory_.alloc(c, m_.value_bytes(f_, v), now_, kind_[v]);
+    if (slot(v, c) != kNone && !in_place_[v])
+      memory_.alloc(c, m_.value_bytes(f_, v) - shared_bytes_[v], now_, kind_[v]);
   }
 }
 
 void Executor::release(ValueId v, uint32_t c) {
-  if (!keep_[v] && !in_place_[v]) memory_.free(c, m_.value_bytes(f_, v), now_, kind_[v]);
+  if (!keep_[v] && !in_place_[v]) memory_.free(c, m_.value_bytes(f_, v) - shared_bytes_[v], now_, kind_[v]);
 }
 
 void Executor::finish_op(uint32_t c, uint8_t q, OpId id, double start) {

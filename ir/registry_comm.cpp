@@ -153,7 +153,9 @@ void add_communication_ops(std::vector<OpInfo>& t) {
       kColl));
   t.push_back(make_op(
       OpKind::AllGather, 1, kVariadic, kPerOperand,
-      {int_attr("dim", 0), bool_attr("flat", false), list_attr("shape"), int_attr("chunks", 1)}, all_gather_shape,
+      {int_attr("dim", 0), bool_attr("flat", false), list_attr("shape"), int_attr("chunks", 1),
+       bool_attr("in_place", false)},
+      all_gather_shape,
       [](const OpContext& c, Results) {
         return OpCost{0, static_cast<double>(c.group_size - 1) * grouped_bytes(c)};
       },

@@ -290,6 +290,8 @@ class StrategyElaborator {
         context_range_ = e.key_range;
       } else if (e.key == "overlap_grad_reduce" && run.training) {
         if (std::optional<bool> v = eval_.eval_bool(*e.value, sc, e.key)) run.overlap_grad_reduce = *v;
+      } else if (e.key == "overlap_param_gather" && run.training) {
+        if (std::optional<bool> v = eval_.eval_bool(*e.value, sc, e.key)) run.overlap_param_gather = *v;
       } else if (e.key == "grad_bucket" && run.training) {
         std::optional<int64_t> v = eval_.eval_int(*e.value, sc, e.key);
         if (v && *v < 0)
@@ -300,14 +302,13 @@ class StrategyElaborator {
       } else {
         diags_.error(
             diag::kBadConfig, e.key_range,
-            fmt::format(
-                "unknown key '{}' in {} (keys: batch, {}precision, fp8, tp_comm_overlap, cp_comm_type, "
-                "expert_load, moe_dispatcher{})",
-                e.key, run.training ? "train" : "inference",
-                run.training
-                    ? "optimizer, accumulate, master_weights, grad_precision, overlap_grad_reduce, grad_bucket, "
-                    : "",
-                run.training ? "" : ", kv_cache, context"));
+            fmt::format("unknown key '{}' in {} (keys: batch, {}precision, fp8, tp_comm_overlap, cp_comm_type, "
+                        "expert_load, moe_dispatcher{})",
+                        e.key, run.training ? "train" : "inference",
+                        run.training ? "optimizer, accumulate, master_weights, grad_precision, overlap_grad_reduce, "
+                                       "overlap_param_gather, grad_bucket, "
+                                     : "",
+                        run.training ? "" : ", kv_cache, context"));
       }
     }
     if (run.fp8 != Fp8Recipe::None && run.precision == ir::DType::F32) {

@@ -54,6 +54,11 @@ struct RunConfig {
   // as each completes (DDP, FSDP, Megatron-Core's --overlap-grad-reduce);
   // false: after the whole backward (Megatron-LM's 2021 local DDP).
   bool overlap_grad_reduce = true;
+  // Weights whose optimizer state is sharded (the distributed optimizer,
+  // ZeRO-1/2) kept as the updated shard between steps and gathered at the
+  // next step's first use, overlapping its forward (Megatron-Core's
+  // --overlap-param-gather); false: gathered after the optimizer.
+  bool overlap_param_gather = true;
   // Gradient elements per rank reduced in one collective (Megatron-Core's
   // --ddp-bucket-size; 0: each tensor alone); unset: Megatron-Core's default.
   std::optional<int64_t> grad_bucket;

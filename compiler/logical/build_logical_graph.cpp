@@ -400,6 +400,7 @@ class LogicalGraphBuilder {
     spec.train.master_weights = run.master_weights;
     spec.train.grad_precision = run.grad_precision;
     spec.train.overlap_grad_reduce = run.overlap_grad_reduce;
+    spec.train.overlap_param_gather = run.overlap_param_gather;
     spec.train.grad_bucket = run.grad_bucket;
     spec.train.fp8 = run.fp8;
     spec.train.tp_comm_overlap = run.tp_comm_overlap;

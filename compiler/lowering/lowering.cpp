@@ -383,6 +383,7 @@ std::vector<ir::ValueId> Lowering::emit_boxing_step(const Emit& at, const AxisTr
       } else {
         attrs.push_back(ir::AttrValue::integer("dim", step.from_dim));
       }
+      if (at.in_place) attrs.push_back(ir::AttrValue::boolean("in_place", true));
       break;
     case ir::OpKind::AllReduce:
       next[step.axis] = kBroadcast;

@@ -31,6 +31,9 @@ struct Emit {
   // Boxing: the logical tensor moved, or -1 (experts' slots exchange
   // deduplicated under spec.train.moe_dispatcher).
   int32_t tensor = -1;
+  // Boxing: all-gathers write into a buffer that holds the local chunk
+  // (the distributed optimizer's parameter buffer), not a new one.
+  bool in_place = false;
 };
 
 // A gradient of one op input, in the dual of the layout the op read it in.
@@ -227,6 +230,9 @@ class Lowering {
     ir::ValueId compute_value = ir::kNone;  // in compute precision: cast, or received
     ir::ValueId grad = ir::kNone;           // accumulated: gradient layout, then optimizer layout
     bool synced = false;                    // grad boxed into the optimizer layout
+    // Stored as the optimizer's shard and gathered at the step's first use
+    // (overlap_param_gather); false: stored in the parameter's layout.
+    bool gathered_at_use = false;
   };
   void create_parameters();
   ParamCopy& param_copy(int32_t tensor, int32_t stage);

@@ -46,6 +46,12 @@ void Lowering::create_parameters() {
   for (int32_t t = 0; t < static_cast<int32_t>(graph.tensors.size()); ++t) {
     const Tensor& tensor = graph.tensors[t];
     if (tensor.kind != TensorKind::Param) continue;
+    // The distributed optimizer's weights (state sharded where the weight
+    // is not) under overlap_param_gather: between steps each rank holds
+    // its updated shard, and the step gathers it before its first use, as
+    // Megatron-Core's --overlap-param-gather does during the next forward.
+    const bool gathered_at_use = spec.train.training && tensor.trainable && spec.train.overlap_param_gather &&
+                                 optimizer_layout(t) != param_layout(t);
     // One copy per device set that reads it; stages of an interleaved
     // pipeline on the same devices share theirs.
     std::vector<ParamCopy>& copies = param_copies_[t];
@@ -66,7 +72,8 @@ void Lowering::create_parameters() {
     for (ParamCopy& copy : copies) {
       if (!copy.stored) continue;
       std::string name = &copy == &copies.front() ? tensor.name : ir::replica_name(tensor.name, copy.stages.front());
-      copy.value = add_stored_arg(name, ir::ArgKind::Param, t, param_layout(t),
+      copy.gathered_at_use = gathered_at_use;
+      copy.value = add_stored_arg(name, ir::ArgKind::Param, t, gathered_at_use ? optimizer_layout(t) : param_layout(t),
                                   fp8_weight[t] ? ir::DType::F8E4M3 : stored, copy.devices);
       if (!tensor.trainable) continue;
       ir::Layout state = optimizer_layout(t);
@@ -103,7 +110,18 @@ ir::ValueId Lowering::param_value(int32_t t, const Emit& at) {
     return copy.compute_value = transfer(v, from, at.stage, ir::Phase::Forward, graph.tensors[t].where);
   }
   // Stored in the compute precision (create_parameters); a gathered
-  // parameter (ZeRO-3) is gathered in it at each use.
+  // parameter (ZeRO-3) is gathered in it at each use, the distributed
+  // optimizer's shard once, for every use in the step.
+  if (copy.gathered_at_use) {
+    // On the data-parallel stream, as Megatron-Core's, not behind the
+    // activations' exchanges; into the full parameter buffer the shard is
+    // part of.
+    Emit gather = at;
+    gather.stream = ir::Stream::Grad;
+    gather.tensor = t;
+    gather.in_place = true;
+    return copy.compute_value = box(gather, copy.value, optimizer_layout(t), param_layout(t), false);
+  }
   return copy.compute_value = copy.value;
 }
 
@@ -279,7 +297,9 @@ void Lowering::emit_optimizer(int32_t stage) {
     if (!copy.stored || copy.stages.front() != stage || copy.grad == ir::kNone) continue;
     Emit at{stage, -1, ir::Phase::Optimizer, ir::Stream::Compute, graph.tensors[t].where, graph.tensors[t].node};
     ir::Layout state = optimizer_layout(t);
-    ir::ValueId w = copy.master != ir::kNone ? copy.master : box(at, copy.value, param_layout(t), state);
+    ir::ValueId w = copy.master != ir::kNone ? copy.master
+                    : copy.gathered_at_use   ? copy.value
+                                             : box(at, copy.value, param_layout(t), state);
     double lr = spec.train.learning_rate;
     ir::ValueId updated;
     if (spec.train.optimizer == Optimizer::Adam) {
@@ -297,6 +317,10 @@ void Lowering::emit_optimizer(int32_t stage) {
       returns.push_back(updated);
       updated = append(at, ir::OpKind::Cast, {updated},
                        {ir::AttrValue::string("dtype", ir::dtype_name(spec.train.precision))}, state);
+    }
+    if (copy.gathered_at_use) {
+      returns.push_back(updated);  // the next step gathers it
+      continue;
     }
     Emit gather = at;
     gather.stream = ir::Stream::Grad;

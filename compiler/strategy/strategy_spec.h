@@ -69,6 +69,7 @@ struct TrainConfig {
   bool master_weights = true;                 // low-precision training: fp32 master weights with the optimizer state
   ir::DType grad_precision = ir::DType::F32;  // accumulated gradients and their reduction
   bool overlap_grad_reduce = true;            // reduce each gradient as its last micro-batch completes
+  bool overlap_param_gather = true;           // sharded-state weights gathered at the next step's first use
   // Local gradient elements reduced together; unset: Megatron-Core's default.
   std::optional<int64_t> grad_bucket;
   Fp8Recipe fp8 = Fp8Recipe::None;  // the blocks' weight matmuls in FP8

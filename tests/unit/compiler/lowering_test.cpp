@@ -388,6 +388,71 @@ TEST(Lowering, FlatDistributedOptimizerShardsAnyDataParallelSize) {
   EXPECT_TRUE(select(m, {ir::OpKind::AllGather, 1, ir::Phase::WeightGrad}).empty());
 }
 
+// A data-parallel MLP under the distributed optimizer (ZeRO-1: state and
+// fp32 master weights sharded over dp), trained in bf16.
+StrategySpec distributed_optimizer_mlp(const testing::Mlp& mlp, bool overlap_param_gather) {
+  StrategySpec spec = make_spec(mlp.graph, {{"dp", 4}}, 16, 1);
+  set_default(spec, 0, S("b"));
+  spec.train.precision = ir::DType::BF16;
+  spec.train.overlap_param_gather = overlap_param_gather;
+  for (size_t t = 0; t < mlp.graph.tensors.size(); ++t)
+    if (mlp.graph.tensors[t].kind == TensorKind::Param)
+      spec.memory[t].optimizer = TensorLayoutConfig{{ir::Sbp{ir::Sbp::Split, 0}}, {}};
+  return spec;
+}
+
+TEST(Lowering, OverlapParamGatherKeepsTheShardAndGathersItOnceBeforeItsFirstUse) {
+  // Megatron-Core's --overlap-param-gather: between steps a rank holds its
+  // updated bf16 shard; the step gathers it once, on the data-parallel
+  // stream into the buffer that holds the shard, before the forward reads
+  // it, and the backward reads the same gathered weight.
+  auto mlp = make_mlp(2, 16, 32, 8);
+  auto c = compile(mlp.graph, distributed_optimizer_mlp(mlp, true));
+  const ir::Module& m = c->result->module;
+  const ir::Function& f = c->f();
+  int params = 0;
+  for (const ir::Arg& a : f.args) {
+    if (a.kind != ir::ArgKind::Param) continue;
+    EXPECT_EQ(m.layout(f.values[a.value].layout)[0], (ir::Sbp{ir::Sbp::Split, 0})) << m.str(f.values[a.value].name);
+    ++params;
+  }
+  ASSERT_GT(params, 0);
+  std::vector<const ir::Op*> gathers = select(m, {ir::OpKind::AllGather, 0});
+  ASSERT_EQ(gathers.size(), size_t(params));
+  for (const ir::Op* op : gathers) {
+    EXPECT_EQ(op->phase, ir::Phase::Forward);
+    EXPECT_EQ(op->stream, ir::Stream::Grad);
+    EXPECT_TRUE(ir::AttrReader(m, f, *op).boolean("in_place"));
+    EXPECT_EQ(f.values[f.operands(*op)[0]].def, ir::kNone) << "gathers the stored shard itself";
+  }
+  // Each gather precedes the first compute op that reads its weight.
+  for (size_t i = 0; i < f.ops.size(); ++i) {
+    if (f.ops[i].kind != ir::OpKind::AllGather) continue;
+    const ir::ValueId gathered = f.ops[i].first_result;
+    for (size_t j = 0; j < i; ++j)
+      for (ir::ValueId v : f.operands(f.ops[j])) EXPECT_NE(v, gathered);
+  }
+  // The optimizer returns the updated shard: nothing is gathered after it.
+  EXPECT_TRUE(select(m, {ir::OpKind::AllGather, 0, ir::Phase::Optimizer}).empty());
+}
+
+TEST(Lowering, WithoutOverlapParamGatherTheUpdatedWeightsAreGatheredAfterTheOptimizer) {
+  auto mlp = make_mlp(2, 16, 32, 8);
+  auto c = compile(mlp.graph, distributed_optimizer_mlp(mlp, false));
+  const ir::Module& m = c->result->module;
+  const ir::Function& f = c->f();
+  for (const ir::Arg& a : f.args) {
+    if (a.kind != ir::ArgKind::Param) continue;
+    EXPECT_EQ(m.layout(f.values[a.value].layout)[0].kind, ir::Sbp::Broadcast) << m.str(f.values[a.value].name);
+  }
+  std::vector<const ir::Op*> gathers = select(m, {ir::OpKind::AllGather, 0});
+  ASSERT_FALSE(gathers.empty());
+  for (const ir::Op* op : gathers) {
+    EXPECT_EQ(op->phase, ir::Phase::Optimizer);
+    EXPECT_FALSE(ir::AttrReader(m, f, *op).boolean("in_place"));
+  }
+}
+
 TEST(Lowering, ZeroThreeGathersParametersBeforeUseInForwardAndBackward) {
   auto mlp = make_mlp(2, 16, 32, 8);
   StrategySpec spec = make_spec(mlp.graph, {{"dp", 4}}, 16, 1);

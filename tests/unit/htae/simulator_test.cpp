@@ -386,6 +386,30 @@ func @f {
   EXPECT_EQ(held[static_cast<size_t>(MemoryKind::Activations)], 8 * 1024 + 4 * 1024 + 8 * 1024);
 }
 
+// The distributed optimizer's parameter buffer: an in-place all_gather
+// writes into a buffer that holds the local shard, so the gathered weight
+// (16 KiB) takes 8 KiB beside its 8 KiB shard; a plain one 16 KiB more.
+int64_t gathered_weights_at_peak(bool in_place) {
+  std::string text = R"(mesh world[d=2]
+func @f {
+  input %x on world : f32[64, 64]
+  param %w on world : f32[32, 64]
+  %g = all_gather(%w) {dim = 0IN_PLACE} on world over [d] stream grad <phase=forward> : f32[64, 64]
+  %y = matmul(%x, %g) on world <phase=forward> : f32[64, 64]
+  return %y
+}
+)";
+  text.replace(text.find("IN_PLACE"), 8, in_place ? ", in_place = true" : "");
+  Outcome run = simulate_text(text.c_str(), test_cluster(1, 2));
+  if (!run.report) return -1;
+  return run.report->memory_at_peak[static_cast<size_t>(MemoryKind::Weights)];
+}
+
+TEST(Simulator, AnInPlaceGatherHoldsItsShardInsideTheGatheredBuffer) {
+  EXPECT_EQ(gathered_weights_at_peak(true), 16 * 1024);
+  EXPECT_EQ(gathered_weights_at_peak(false), 24 * 1024);
+}
+
 // ZeRO-3 style: three sharded weights (8 KiB each on a device) gathered
 // (16 KiB, 0.8192 us over the 10 GB/s switch) on the feature stream, each
 // read by one 1 ms matmul. The shards exist from the start, so without a
