@@ -61,13 +61,26 @@ std::vector<ReshapeGroup> reshape_groups(const LogicalGraph& g, const LogicalOp&
   return groups;
 }
 
+// The outermost dim of [begin, end) that is not of size 1 (a size-1 dim
+// holds no elements to cut), or begin when all are.
+int outermost_sized(const std::vector<Dim>& dims, int begin, int end) {
+  for (int a = begin; a < end; ++a)
+    if (dims[a].size != 1) return a;
+  return begin;
+}
+
 // A reshape keeps a split when it is on the outermost dim of its group on
-// both sides: then each device's chunk is one contiguous block either way.
+// both sides, size-1 dims aside: then each device's chunk is one
+// contiguous block either way ([b, s, h] -> [b, 1, s, h] keeps S(s) on s).
 std::optional<AxisSignature> reshape_split(const LogicalGraph& g, const LogicalOp& op, const std::string& dim,
                                            std::string& why_not) {
+  const auto& in_dims = g.tensors[op.inputs[0].tensor].dims;
+  const auto& out_dims = g.tensors[op.output].dims;
   for (const ReshapeGroup& grp : reshape_groups(g, op)) {
-    bool first_in = grp.in_begin < grp.in_end && op.inputs[0].dims[grp.in_begin] == dim;
-    bool first_out = grp.out_begin < grp.out_end && op.output_dims[grp.out_begin] == dim;
+    const int in_first = outermost_sized(in_dims, grp.in_begin, grp.in_end);
+    const int out_first = outermost_sized(out_dims, grp.out_begin, grp.out_end);
+    bool first_in = grp.in_begin < grp.in_end && op.inputs[0].dims[in_first] == dim;
+    bool first_out = grp.out_begin < grp.out_end && op.output_dims[out_first] == dim;
     bool inside = false;
     for (int a = grp.in_begin; a < grp.in_end; ++a) inside |= op.inputs[0].dims[a] == dim;
     for (int a = grp.out_begin; a < grp.out_end; ++a) inside |= op.output_dims[a] == dim;
@@ -78,8 +91,8 @@ std::optional<AxisSignature> reshape_split(const LogicalGraph& g, const LogicalO
       return std::nullopt;
     }
     AxisSignature sig;
-    sig.inputs = {split(grp.in_begin)};
-    sig.output = split(grp.out_begin);
+    sig.inputs = {split(in_first)};
+    sig.output = split(out_first);
     return sig;
   }
   why_not = fmt::format("reshape has no dim '{}'", dim);
