@@ -25,9 +25,13 @@ const SearchSpace* FrontendResult::find_search(std::string_view name) const {
 
 namespace {
 
-// Elaborates what the program's root files declare.
-void check_program(FrontendResult* result, DiagnosticEngine& diags) {
+// Elaborates what the program's root files declare; of the strategies only
+// `only_strategy` where the program declares one of that name (the others,
+// whose models the -D values were not written for, are not elaborated).
+void check_program(FrontendResult* result, std::string_view only_strategy, DiagnosticEngine& diags) {
   const Program& program = *result->program;
+  auto named = only_strategy.empty() ? program.decls.end() : program.decls.find(std::string(only_strategy));
+  const bool one_strategy = named != program.decls.end() && named->second.strategy != nullptr;
   std::set<std::string> parameter_names;
   std::set<std::string> failed_models;  // their strategies would repeat the model's errors
   auto note_params = [&](const std::vector<ParamDecl>& params) {
@@ -58,6 +62,7 @@ void check_program(FrontendResult* result, DiagnosticEngine& diags) {
         if (const DeclRef* model = program.find_visible(s->model.name, root); model && model->component) {
           note_params(model->component->params);
         }
+        if (one_strategy && s->name != only_strategy) continue;
         std::optional<Strategy> st =
             elaborate_strategy(program, it->second, {}, Scope{}, result->defines, result->model_cache, diags);
         if (st) result->strategies.push_back({s, std::move(*st)});
@@ -93,11 +98,11 @@ void check_program(FrontendResult* result, DiagnosticEngine& diags) {
 
 std::unique_ptr<FrontendResult> check_files(const std::vector<std::string>& paths,
                                             const std::vector<std::string>& defines, SourceManager& sources,
-                                            DiagnosticEngine& diags) {
+                                            DiagnosticEngine& diags, std::string_view only_strategy) {
   auto result = std::make_unique<FrontendResult>();
   result->defines = parse_defines(defines, diags);
   result->program = load_program(paths, sources, diags);
-  check_program(result.get(), diags);
+  check_program(result.get(), only_strategy, diags);
   return result;
 }
 
@@ -107,7 +112,7 @@ std::unique_ptr<FrontendResult> check_text(const std::string& path, std::string 
   auto result = std::make_unique<FrontendResult>();
   result->defines = parse_defines(defines, diags);
   result->program = load_program_text(path, std::move(text), sources, diags);
-  check_program(result.get(), diags);
+  check_program(result.get(), {}, diags);
   return result;
 }
 

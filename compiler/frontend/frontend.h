@@ -26,6 +26,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/frontend/elaborate_strategy.h"
@@ -56,10 +57,13 @@ struct FrontendResult {
   const SearchSpace* find_search(std::string_view name) const;
 };
 
-// `defines` are the -D arguments as written (name=value).
+// `defines` are the -D arguments as written (name=value). With
+// `only_strategy` naming a declared strategy, the file's other strategies
+// are parsed but not elaborated: `--strategy A -D layers=2` is not refused
+// for what layers = 2 does to strategy B.
 std::unique_ptr<FrontendResult> check_files(const std::vector<std::string>& paths,
                                             const std::vector<std::string>& defines, SourceManager& sources,
-                                            DiagnosticEngine& diags);
+                                            DiagnosticEngine& diags, std::string_view only_strategy = {});
 
 // The same for one file's text held in memory (tests, fuzzing); its imports
 // are still read from disk.

@@ -28,7 +28,7 @@ std::optional<htae::ClusterSpec> load_strategy_cluster(const frontend::CheckedSt
 std::optional<LoadedStrategy> load_strategy(const StrategyRequest& request, SourceManager& sources,
                                             DiagnosticEngine& diags) {
   LoadedStrategy out;
-  out.front = frontend::check_files({request.file}, request.defines, sources, diags);
+  out.front = frontend::check_files({request.file}, request.defines, sources, diags, request.strategy);
   if (diags.has_errors()) return std::nullopt;
   const auto& all = out.front->strategies;
   if (!request.strategy.empty()) {

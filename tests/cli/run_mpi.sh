@@ -30,13 +30,16 @@ grep -q "8 ranks (mpirun processes)" "$work/out" || fail "the run does not say i
 [ "$(grep -c "^step 1 " "$work/out")" = 1 ] || fail "rank 0 alone should print each step"
 
 # Every example at its verify size, each on as many processes as its mesh
-# has devices (the refusal of a wrong count names it).
+# has devices (the refusal of a wrong count names it), up to 16: the
+# 64-device meshes run as threads (RunCommand.EveryExampleStrategy...), as
+# 64 processes would oversubscribe a CI machine's 2 cores 32 times.
 examples=0
 for cmd in tests/golden/verify/*.cmd; do
   read -r -a args <"$cmd"
   [ "${args[0]}" = verify ] && [[ "${args[1]}" == examples/* ]] && [ "$(head -n 1 "${cmd%.cmd}.expected")" = "=== exit 0" ] ||
     continue
   ranks="$("$dstc" run "${args[@]:1}" --ranks 100000 2>&1 | sed -n 's/.* runs on \([0-9]*\) devices.*/\1/p')"
+  [ "${ranks:-1}" -le 16 ] || continue
   "${mpirun[@]}" -np "${ranks:-1}" "$dstc" run "${args[@]:1}" --check --warmup 0 --steps 1 >"$work/out" 2>"$work/err"
   status=$?
   if [ $status -ne 0 ] || ! grep -q "^check: PASS" "$work/out"; then

@@ -1,0 +1,1 @@
+verify examples/accuracy/nemo_qwen3_moe.dstrat -D fp8=none -D batch=256 -D capacity=8 -D seq=8 -D hidden=16 -D heads=4 -D kv_heads=2 -D layers=48 -D vocab=64 -D experts=8 -D expert_ffn=8 -D head_dim=4
