@@ -25,6 +25,10 @@ def formula(strategy):
         return sbh * (10 + 24 / T + 5 * A * S / (H * T))
     if strategy == "SequenceParallelSelective":
         return sbh / T * 34
+    if strategy == "TensorParallelSelective":
+        return sbh * (10 + 24 / T)
+    if strategy == "FullRecompute":
+        return sbh * 2
     return sbh / T * (34 + 5 * A * S / H)
 
 
@@ -35,7 +39,8 @@ def activations(strategy, layers):
 
 
 def main():
-    for strategy in ("OneDevice", "TensorParallel", "SequenceParallel", "SequenceParallelSelective"):
+    for strategy in ("OneDevice", "TensorParallel", "SequenceParallel", "SequenceParallelSelective",
+                     "TensorParallelSelective", "FullRecompute"):
         per_layer = (activations(strategy, 4) - activations(strategy, 2)) / 2
         expected = formula(strategy)
         print(f"{strategy:25} dstc {per_layer / 1e6:8.1f} MB  formula {expected / 1e6:8.1f} MB  "
