@@ -89,6 +89,7 @@ MemoryLowerBound memory_lower_bound(const ir::Module& module, const ir::Function
       working += module.value_bytes(f, v);
     }
     for (uint16_t r = 0; r < op.result_count; ++r) working += module.value_bytes(f, op.first_result + r);
+    working -= ir::bytes_in_operand(module, f, op);  // already resident
     if (op.devices >= working_of_set.size()) working_of_set.resize(op.devices + 1, 0);
     working_of_set[op.devices] = std::max(working_of_set[op.devices], working);
   }

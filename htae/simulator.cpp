@@ -375,10 +375,15 @@ void Executor::prepare() {
       }
     }
   }
+  // The distributed optimizer's parameter buffer (an in-place gather's
+  // result) holds the shard and lives as long as the weights: all step.
   shared_bytes_.assign(f_.values.size(), 0);
-  for (const ir::Op& op : f_.ops)
-    if (op.kind == ir::OpKind::AllGather && op.operand_count == 1 && ir::AttrReader(m_, f_, op).boolean("in_place"))
-      shared_bytes_[op.first_result] = m_.value_bytes(f_, f_.operands(op)[0]);
+  for (const ir::Op& op : f_.ops) {
+    if (int64_t held = ir::bytes_in_operand(m_, f_, op); held > 0) {
+      shared_bytes_[op.first_result] = held;
+      keep_[op.first_result] = 1;
+    }
+  }
   // Queues, uses, costs, rendezvous layouts.
   std::vector<OpId> pairs = ir::pair_channels(f_);
   duration_.assign(ops, 0);

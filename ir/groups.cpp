@@ -153,4 +153,9 @@ std::vector<OpId> pair_channels(const Function& f) {
   return partner;
 }
 
+int64_t bytes_in_operand(const Module& module, const Function& f, const Op& op) {
+  if (op.kind != OpKind::AllGather || op.operand_count != 1 || !AttrReader(module, f, op).boolean("in_place")) return 0;
+  return module.value_bytes(f, f.operands(op)[0]);
+}
+
 }  // namespace dstc::ir

@@ -25,6 +25,11 @@ std::vector<std::vector<Rank>> groups_of(const Module& module, const Op& op);
 // The peer of rank r in a send (its receiver) or recv (its sender).
 std::optional<Rank> p2p_peer(const Module& module, const Op& op, Rank r);
 
+// The bytes of an in-place all_gather's result that its operand already
+// holds (the distributed optimizer's parameter buffer holds the shard); 0
+// for any other op.
+int64_t bytes_in_operand(const Module& module, const Function& f, const Op& op);
+
 // For each op of a function, the op its channel pairs it with (a send's
 // recv, a recv's send), or kNone. Channels used by other than one send and
 // one recv are left unpaired (the verifier reports them).

@@ -826,10 +826,6 @@ class CudaDevice final : public Device {
     return s == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorUnknown;
   }
 
-  // Attention as batched GEMMs: a k/v head's query heads are one matrix of
-  // group·s rows (q [b, h, s, d] is [b·hkv, group·s, d]), so the scores
-  // S = Q·Kᵀ, the masked softmax P and O = P·V are three calls; nullopt
-  // when cuBLASLt cannot take them.
   // The keys (or values) a step attends over: positions from `first` of
   // the cache's `context` (the cache [.., capacity, d] holds them from
   // its slot 0), then the step's own [.., t, d], at most `capacity`.
@@ -851,6 +847,10 @@ class CudaDevice final : public Device {
     return out;
   }
 
+  // Attention as batched GEMMs: a k/v head's query heads are one matrix of
+  // group·s rows (q [b, h, s, d] is [b·hkv, group·s, d]), so the scores
+  // S = Q·Kᵀ, the masked softmax P and O = P·V are three calls; nullopt
+  // when cuBLASLt cannot take them.
   std::optional<cudaError_t> attention_on_gemms(const cuda::AttentionShape& a, const CudaValue& q, const CudaValue& k,
                                                 const CudaValue& v, CudaValue& out) {
     const int64_t heads = a.bh / a.group, rows = a.group * a.s;

@@ -836,28 +836,30 @@ __device__ int64_t window_argmax(const float* plane, const PoolShape& p, int64_t
   return where;
 }
 
-// kind 0: max, 1: average.
-__global__ void pool2d_kernel(int kind, const float* x, float* y, PoolShape p) {
+enum class PoolKind { Max, Average };
+
+__global__ void pool2d_kernel(PoolKind kind, const float* x, float* y, PoolShape p) {
   DSTC_GRID_LOOP(out, p.planes * p.oh * p.ow) {
     const int64_t ox = out % p.ow, oy = out / p.ow % p.oh;
     const float* plane = x + out / (p.ow * p.oh) * p.h * p.w;
-    float acc = kind == 0 ? -INFINITY : 0.0f;
+    const bool max = kind == PoolKind::Max;
+    float acc = max ? -INFINITY : 0.0f;
     for (int64_t i = 0; i < p.kernel[0]; ++i) {
       const int64_t iy = oy * p.stride[0] - p.padding[0] + i;
       if (iy < 0 || iy >= p.h) continue;
       for (int64_t j = 0; j < p.kernel[1]; ++j) {
         const int64_t ix = ox * p.stride[1] - p.padding[1] + j;
         if (ix < 0 || ix >= p.w) continue;
-        acc = kind == 0 ? fmaxf(acc, plane[iy * p.w + ix]) : acc + plane[iy * p.w + ix];
+        acc = max ? fmaxf(acc, plane[iy * p.w + ix]) : acc + plane[iy * p.w + ix];
       }
     }
-    y[out] = kind == 0 ? acc : acc / static_cast<float>(p.kernel[0] * p.kernel[1]);
+    y[out] = max ? acc : acc / static_cast<float>(p.kernel[0] * p.kernel[1]);
   }
 }
 
 // One thread per input element: the gradients of the windows covering it
 // (max: those whose first maximum it is).
-__global__ void pool2d_grad_kernel(int kind, const float* dy, const float* x, float* dx, PoolShape p) {
+__global__ void pool2d_grad_kernel(PoolKind kind, const float* dy, const float* x, float* dx, PoolShape p) {
   DSTC_GRID_LOOP(at, p.planes * p.h * p.w) {
     const int64_t ix = at % p.w, iy = at / p.w % p.h, plane = at / (p.w * p.h);
     int64_t y0, y1, x0, x1;
@@ -867,7 +869,7 @@ __global__ void pool2d_grad_kernel(int kind, const float* dy, const float* x, fl
     for (int64_t oy = y0; oy < y1; ++oy)
       for (int64_t ox = x0; ox < x1; ++ox) {
         const float g = dy[(plane * p.oh + oy) * p.ow + ox];
-        if (kind == 1)
+        if (kind == PoolKind::Average)
           sum += g / static_cast<float>(p.kernel[0] * p.kernel[1]);
         else if (window_argmax(x + plane * p.h * p.w, p, oy, ox) == iy * p.w + ix)
           sum += g;
@@ -880,7 +882,9 @@ __global__ void pool2d_grad_kernel(int kind, const float* dy, const float* x, fl
 __device__ void channel_stats(const float* sum, const float* sumsq, const BatchNormShape& b, int64_t c, float& mean,
                               float& inv) {
   mean = sum[c] / b.count;
-  inv = 1.0f / sqrtf(sumsq[c] / b.count - mean * mean + b.eps);
+  // E[x²] - mean² loses its digits in f32 where |mean| is far above the
+  // deviation and may go below 0; a variance is not.
+  inv = 1.0f / sqrtf(fmaxf(sumsq[c] / b.count - mean * mean, 0.0f) + b.eps);
 }
 
 // One block per channel: block sums over its outer x inner elements of
@@ -1180,22 +1184,22 @@ cudaError_t conv2d_weight_grad(const float* dy, const float* x, float* dw, const
 }
 
 cudaError_t max_pool2d(const float* x, float* y, const PoolShape& p, cudaStream_t s) {
-  pool2d_kernel<<<blocks(p.planes * p.oh * p.ow), kThreads, 0, s>>>(0, x, y, p);
+  pool2d_kernel<<<blocks(p.planes * p.oh * p.ow), kThreads, 0, s>>>(PoolKind::Max, x, y, p);
   return cudaGetLastError();
 }
 
 cudaError_t max_pool2d_grad(const float* dy, const float* x, float* dx, const PoolShape& p, cudaStream_t s) {
-  pool2d_grad_kernel<<<blocks(p.planes * p.h * p.w), kThreads, 0, s>>>(0, dy, x, dx, p);
+  pool2d_grad_kernel<<<blocks(p.planes * p.h * p.w), kThreads, 0, s>>>(PoolKind::Max, dy, x, dx, p);
   return cudaGetLastError();
 }
 
 cudaError_t avg_pool2d(const float* x, float* y, const PoolShape& p, cudaStream_t s) {
-  pool2d_kernel<<<blocks(p.planes * p.oh * p.ow), kThreads, 0, s>>>(1, x, y, p);
+  pool2d_kernel<<<blocks(p.planes * p.oh * p.ow), kThreads, 0, s>>>(PoolKind::Average, x, y, p);
   return cudaGetLastError();
 }
 
 cudaError_t avg_pool2d_grad(const float* dy, float* dx, const PoolShape& p, cudaStream_t s) {
-  pool2d_grad_kernel<<<blocks(p.planes * p.h * p.w), kThreads, 0, s>>>(1, dy, nullptr, dx, p);
+  pool2d_grad_kernel<<<blocks(p.planes * p.h * p.w), kThreads, 0, s>>>(PoolKind::Average, dy, nullptr, dx, p);
   return cudaGetLastError();
 }
 

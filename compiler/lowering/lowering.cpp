@@ -383,7 +383,10 @@ std::vector<ir::ValueId> Lowering::emit_boxing_step(const Emit& at, const AxisTr
       } else {
         attrs.push_back(ir::AttrValue::integer("dim", step.from_dim));
       }
-      if (at.in_place) attrs.push_back(ir::AttrValue::boolean("in_place", true));
+      // Only the stored shard lives inside the buffer it is gathered into;
+      // a later step's operand is a value of its own.
+      if (at.in_place && function_->values[values.front()].def == ir::kNone)
+        attrs.push_back(ir::AttrValue::boolean("in_place", true));
       break;
     case ir::OpKind::AllReduce:
       next[step.axis] = kBroadcast;
