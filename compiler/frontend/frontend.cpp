@@ -30,8 +30,11 @@ namespace {
 // whose models the -D values were not written for, are not elaborated).
 void check_program(FrontendResult* result, std::string_view only_strategy, DiagnosticEngine& diags) {
   const Program& program = *result->program;
-  auto named = only_strategy.empty() ? program.decls.end() : program.decls.find(std::string(only_strategy));
-  const bool one_strategy = named != program.decls.end() && named->second.strategy != nullptr;
+  bool one_strategy = false;
+  for (size_t root : program.roots)
+    for (const Item& item : program.files[root]->ast.items)
+      if (const auto* s = std::get_if<StrategyDecl>(&item); s && !only_strategy.empty() && s->name == only_strategy)
+        one_strategy = true;
   std::set<std::string> parameter_names;
   std::set<std::string> failed_models;  // their strategies would repeat the model's errors
   auto note_params = [&](const std::vector<ParamDecl>& params) {
