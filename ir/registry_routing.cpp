@@ -35,6 +35,18 @@ bool top_k_shape(const OpContext& ctx, Types& out, std::string& error) {
   return true;
 }
 
+// count_nonzero(gates[..., e], dim) -> [e] in f32: the nonzero entries of
+// each index of dim (the tokens each expert is routed), summed over the
+// other dims, so splitting those makes the counts partial sums.
+bool count_nonzero_shape(const OpContext& ctx, Types& out, std::string& error) {
+  const TensorType& x = ctx.operands[0];
+  if (!require_float(x, "the input", error)) return false;
+  int64_t dim = ctx.attrs.integer("dim");
+  if (!normalize_dim(dim, x.rank, error)) return false;
+  out.emplace_back(DType::F32, std::vector<int64_t>{x.dim(static_cast<int>(dim))});
+  return true;
+}
+
 // x[..., s, h] and gates[..., s, e] agree but in their last dims.
 bool tokens_and_gates(const TensorType& x, const TensorType& gates, std::string& error) {
   if (!require_float(x, "the tokens", error) || !require_float(gates, "the gates", error)) return false;
@@ -127,6 +139,11 @@ void add_routing_ops(std::vector<OpInfo>& t) {
   t.push_back(make_op(OpKind::CombineGateGrad, 3, 3, 1, {}, combine_gate_grad_shape, [](const OpContext& c, Results r) {
     return OpCost{2.0 * static_cast<double>(c.operands[1].numel()), traffic(c, r)};
   }));
+  t.push_back(priced_as(CostClass::Reduction,
+                        make_op(OpKind::CountNonzero, 1, 1, 1, {required("dim", AttrType::Int)}, count_nonzero_shape,
+                                [](const OpContext& c, Results r) {
+                                  return OpCost{static_cast<double>(c.operands[0].numel()), traffic(c, r)};
+                                })));
 }
 
 }  // namespace dstc::ir::rules

@@ -429,7 +429,8 @@ class CudaDevice final : public Device {
       case OpKind::BatchNormStats:
       case OpKind::BatchNormApply:
       case OpKind::BatchNormWeightGrad:
-      case OpKind::BatchNormInputGrad: return {};
+      case OpKind::BatchNormInputGrad:
+      case OpKind::CountNonzero: return {};
       case OpKind::Einsum: {
         if (f.operands(op).size() > 2) return "an einsum of more than two operands has no CUDA kernel yet";
         return {};
@@ -748,6 +749,13 @@ class CudaDevice final : public Device {
         const Blocks b = blocks_along(scores.shape, normalized(attrs.integer("dim"), rank_of(scores)));
         return cuda::top_k(scores.data, grad ? x[0]->data : nullptr, y[0]->data, b.outer, b.n, b.inner,
                            attrs.integer("k"), attrs.integer("groups"), attrs.integer("group_k"), stream_);
+      }
+      case OpKind::CountNonzero: {
+        const int kept = normalized(attrs.integer("dim"), rank_of(*x[0]));
+        std::vector<int64_t> reduced;
+        for (int d = 0; d < rank_of(*x[0]); ++d)
+          if (d != kept) reduced.push_back(d);
+        return cuda::count_nonzero(x[0]->data, y[0]->data, n, reduce_shape(x[0]->shape, reduced), stream_);
       }
       case OpKind::Dispatch:
         return cuda::dispatch(x[0]->data, x[1]->data, y[0]->data, routes(*x[1], *y[0]), attrs.boolean("weighted"),

@@ -121,11 +121,15 @@ __global__ void pointwise_backward4_kernel(int which, const float4* dy, const fl
   }
 }
 
+// What reduce_kernel takes of the reduced elements.
+enum class Reduction { Sum, Max, CountNonzero };
+
 // One block per output element: its threads stride over the reduced
 // elements, then sum (or take the maximum of) their partial results.
 __global__ void reduce_kernel(const float* x, float* y, int64_t out_elements, ReduceShape shape, int64_t reduced_count,
-                              bool max) {
+                              Reduction reduction) {
   __shared__ float partial[kThreads];
+  const bool max = reduction == Reduction::Max;
   for (int64_t o = blockIdx.x; o < out_elements; o += gridDim.x) {
     int64_t base = 0, rest = o;
     for (int d = shape.kept - 1; d >= 0; --d) {
@@ -139,7 +143,8 @@ __global__ void reduce_kernel(const float* x, float* y, int64_t out_elements, Re
         offset += left % shape.reduced_size[d] * shape.reduced_stride[d];
         left /= shape.reduced_size[d];
       }
-      acc = max ? fmaxf(acc, x[offset]) : acc + x[offset];
+      const float v = reduction == Reduction::CountNonzero ? (x[offset] != 0.0f ? 1.0f : 0.0f) : x[offset];
+      acc = max ? fmaxf(acc, v) : acc + v;
     }
     partial[threadIdx.x] = acc;
     __syncthreads();
@@ -1007,6 +1012,14 @@ cudaError_t column_sum(int term, const float* dy, const float* x, const float* s
   return launched != cudaSuccess ? launched : freed;
 }
 
+cudaError_t reduce(const float* x, float* y, int64_t out_elements, const ReduceShape& shape, Reduction reduction,
+                   cudaStream_t s) {
+  int64_t reduced_count = 1;
+  for (int d = 0; d < shape.reduced; ++d) reduced_count *= shape.reduced_size[d];
+  reduce_kernel<<<reduce_blocks(out_elements), kThreads, 0, s>>>(x, y, out_elements, shape, reduced_count, reduction);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 bool vectorizable(int64_t n, std::initializer_list<const void*> pointers) {
@@ -1082,10 +1095,11 @@ bool sums_leading_rows(const ReduceShape& shape, int64_t& rows, int64_t& columns
 cudaError_t sum(const float* x, float* y, int64_t out_elements, const ReduceShape& shape, cudaStream_t s) {
   if (int64_t rows, columns; sums_leading_rows(shape, rows, columns))
     return column_sum(1, x, nullptr, nullptr, y, rows, columns, s);
-  int64_t reduced_count = 1;
-  for (int d = 0; d < shape.reduced; ++d) reduced_count *= shape.reduced_size[d];
-  reduce_kernel<<<reduce_blocks(out_elements), kThreads, 0, s>>>(x, y, out_elements, shape, reduced_count, false);
-  return cudaGetLastError();
+  return reduce(x, y, out_elements, shape, Reduction::Sum, s);
+}
+
+cudaError_t count_nonzero(const float* x, float* y, int64_t out_elements, const ReduceShape& shape, cudaStream_t s) {
+  return reduce(x, y, out_elements, shape, Reduction::CountNonzero, s);
 }
 
 cudaError_t einsum(const float* a, const float* b, float* y, int64_t out_elements, const EinsumShape& shape,
@@ -1245,10 +1259,7 @@ cudaError_t attention_grad(const float* dout, const float* q, const float* k, co
 }
 
 cudaError_t reduce_max(const float* x, float* y, int64_t out_elements, const ReduceShape& shape, cudaStream_t s) {
-  int64_t reduced_count = 1;
-  for (int d = 0; d < shape.reduced; ++d) reduced_count *= shape.reduced_size[d];
-  reduce_kernel<<<reduce_blocks(out_elements), kThreads, 0, s>>>(x, y, out_elements, shape, reduced_count, true);
-  return cudaGetLastError();
+  return reduce(x, y, out_elements, shape, Reduction::Max, s);
 }
 
 cudaError_t gather_strided(const float* x, float* y, int64_t n, const StridedShape& shape, cudaStream_t s) {

@@ -33,6 +33,8 @@ struct ReduceShape {
 };
 cudaError_t sum(const float* x, float* y, int64_t out_elements, const ReduceShape& shape, cudaStream_t s);
 cudaError_t reduce_max(const float* x, float* y, int64_t out_elements, const ReduceShape& shape, cudaStream_t s);
+// y[o] = the reduced elements of x that are not zero.
+cudaError_t count_nonzero(const float* x, float* y, int64_t out_elements, const ReduceShape& shape, cudaStream_t s);
 
 // y[i] = x[offset(i)]: i walks y's dims (row-major), each dim with its
 // stride in x (0 for a dim x lacks): transposes and broadcasts.

@@ -162,6 +162,8 @@ struct TopKGroups {
 };
 void top_k(const HostTensor& x, int dim, int64_t k, TopKGroups groups, HostTensor& out);
 void top_k_grad(const HostTensor& dy, const HostTensor& x, int dim, int64_t k, TopKGroups groups, HostTensor& out);
+// The nonzero entries of each index of dim, over every other dim: out[n].
+void count_nonzero(const HostTensor& x, int dim, HostTensor& out);
 // Tokens x[G.., s, h] to slots [G.., e, c, h]: each token to every expert
 // whose gate (gates[G.., s, e]) is nonzero, in order along s, the first c
 // per expert and group; scaled by the gate when weighted.

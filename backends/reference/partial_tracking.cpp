@@ -145,6 +145,11 @@ uint32_t reduced_split_axes(const ir::Module& module, const ir::Function& f, con
     case OpKind::Conv2dWeightGrad: return split(0, [](int d) { return d == 0; });
     case OpKind::BatchNormGrad: return result == 0 ? 0 : split(1, [](int d) { return d != 1; });
     case OpKind::BatchNormStats: return split(0, [](int d) { return d != 1; });
+    case OpKind::CountNonzero: {
+      const int64_t dim = attrs.integer("dim");
+      const int kept = static_cast<int>(dim < 0 ? dim + rank_of(0) : dim);
+      return split(0, [&](int d) { return d != kept; });
+    }
     case OpKind::BatchNormWeightGrad: return split(1, [](int d) { return d != 1; });
     case OpKind::RmsNormWeightGrad: return split(1, [&](int d) { return d < rank_of(1) - 1; });
     // dk and dv sum over q's rows: a split query sequence (context

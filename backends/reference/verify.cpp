@@ -162,7 +162,11 @@ double default_tolerance(Arithmetic a) {
 int32_t reference_micro_batches(const ir::Module& strategy, int32_t strategy_micro_batches) {
   for (const ir::Function& f : strategy.functions) {
     for (const ir::Op& op : f.ops) {
-      if (op.kind == ir::OpKind::BatchNorm || op.kind == ir::OpKind::BatchNormStats) return strategy_micro_batches;
+      // Statistics over each micro-batch: batch norm's, and the token
+      // counts of a load-balancing loss.
+      if (op.kind == ir::OpKind::BatchNorm || op.kind == ir::OpKind::BatchNormStats ||
+          op.kind == ir::OpKind::CountNonzero)
+        return strategy_micro_batches;
     }
   }
   return 1;

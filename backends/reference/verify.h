@@ -76,10 +76,11 @@ struct VerifyResult {
 
 // How many micro-batches the single-device reference of a strategy that
 // runs `strategy_micro_batches` must run to compute the same function: the
-// strategy's count when its program takes batch statistics (batch norm:
-// they are taken per micro-batch, so over the whole batch it would be
-// another function), else 1 (the whole batch, which also checks that the
-// strategy's micro-batches add up to it).
+// strategy's count when its program takes statistics over the batch
+// (batch norm's, a load-balancing loss's token counts: they are taken per
+// micro-batch, so over the whole batch it would be another function), else
+// 1 (the whole batch, which also checks that the strategy's micro-batches
+// add up to it).
 int32_t reference_micro_batches(const ir::Module& strategy, int32_t strategy_micro_batches);
 
 // The step a compiled program runs: "train_step", or "forward" (inference).

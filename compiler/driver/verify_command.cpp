@@ -116,8 +116,8 @@ int run_verify(CommandContext& ctx, const VerifyOptions& o) {
                          programs->reference.module.functions.front().ops.size(), o.arithmetic, o.seed);
   if (programs->reference_micro_batches > 1)
     ctx.out << fmt::format(
-        "reference: 1 device, {} micro-batches as in the strategy (batch norm normalises per "
-        "micro-batch)\n",
+        "reference: 1 device, {} micro-batches as in the strategy (the model's batch statistics, of a batch norm "
+        "or a load-balancing loss, are per micro-batch)\n",
         programs->reference_micro_batches);
   reference::print_verify_result(ctx.out, result);
   if (result.reference_problem) {

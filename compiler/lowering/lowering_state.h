@@ -194,6 +194,9 @@ class Lowering {
   ir::ValueId forward_convolution(const ForwardStep& f);
   ir::ValueId forward_shape(const ForwardStep& f);
   ir::ValueId forward_routing(const ForwardStep& f);
+  // The tokens a top_k routes to each expert, over every device (saved for
+  // the load-balancing loss's gradient).
+  void save_routed_counts(const ForwardStep& f, ir::ValueId gates);
   void backward_contraction(BackwardStep& s);
   void backward_elementwise(BackwardStep& s);
   void backward_normalization(BackwardStep& s);
@@ -204,6 +207,8 @@ class Lowering {
   void backward_convolution(BackwardStep& s);
   void backward_shape(BackwardStep& s);
   void backward_routing(BackwardStep& s);
+  // The load-balancing loss's gradient for a top_k's scores.
+  ir::ValueId load_balancing_grad(BackwardStep& s);
   [[noreturn]] static void no_forward_lowering(const LogicalOp& lop);
   [[noreturn]] static void no_backward_rule(const LogicalOp& lop);
 

@@ -26,6 +26,8 @@ DimsResult top_k_dims(const DimsQuery& q, OpError& error) {
   int64_t k = given_attr(q.attrs, "k")->i;
   int64_t size = find_dim(q.inputs[0], dim)->size;
   if (k < 1 || k > size) return fail(error, fmt::format("k = {} must be between 1 and {}'s size {}", k, dim, size));
+  if (const AttrValue* aux = given_attr(q.attrs, "aux_loss"); aux && !(aux->f >= 0 && std::isfinite(aux->f)))
+    return fail(error, fmt::format("aux_loss is the load-balancing loss's coefficient, at least 0, not {}", aux->f));
   // Node-limited routing: `groups` groups of consecutive entries, the k
   // taken from the `group_k` best (0 and 0: no groups).
   const AttrValue* groups = given_attr(q.attrs, "groups");
