@@ -35,15 +35,22 @@ bool top_k_shape(const OpContext& ctx, Types& out, std::string& error) {
   return true;
 }
 
-// count_nonzero(gates[..., e], dim) -> [e] in f32: the nonzero entries of
-// each index of dim (the tokens each expert is routed), summed over the
-// other dims, so splitting those makes the counts partial sums.
+// count_nonzero(x, dims) -> x without dims, in f32: the entries of x that
+// are not zero, over dims (the tokens a top_k routes to each expert, per
+// micro-batch or per sequence), so splitting those makes the counts
+// partial sums.
 bool count_nonzero_shape(const OpContext& ctx, Types& out, std::string& error) {
   const TensorType& x = ctx.operands[0];
   if (!require_float(x, "the input", error)) return false;
-  int64_t dim = ctx.attrs.integer("dim");
-  if (!normalize_dim(dim, x.rank, error)) return false;
-  out.emplace_back(DType::F32, std::vector<int64_t>{x.dim(static_cast<int>(dim))});
+  std::vector<bool> reduced(static_cast<size_t>(x.rank), false);
+  for (int64_t d : ctx.attrs.ints("dims")) {
+    if (!normalize_dim(d, x.rank, error)) return false;
+    reduced[static_cast<size_t>(d)] = true;
+  }
+  std::vector<int64_t> kept;
+  for (int i = 0; i < x.rank; ++i)
+    if (!reduced[static_cast<size_t>(i)]) kept.push_back(x.dim(i));
+  out.emplace_back(DType::F32, kept);
   return true;
 }
 
@@ -140,8 +147,8 @@ void add_routing_ops(std::vector<OpInfo>& t) {
     return OpCost{2.0 * static_cast<double>(c.operands[1].numel()), traffic(c, r)};
   }));
   t.push_back(priced_as(CostClass::Reduction,
-                        make_op(OpKind::CountNonzero, 1, 1, 1, {required("dim", AttrType::Int)}, count_nonzero_shape,
-                                [](const OpContext& c, Results r) {
+                        make_op(OpKind::CountNonzero, 1, 1, 1, {required("dims", AttrType::IntList)},
+                                count_nonzero_shape, [](const OpContext& c, Results r) {
                                   return OpCost{static_cast<double>(c.operands[0].numel()), traffic(c, r)};
                                 })));
 }

@@ -750,13 +750,8 @@ class CudaDevice final : public Device {
         return cuda::top_k(scores.data, grad ? x[0]->data : nullptr, y[0]->data, b.outer, b.n, b.inner,
                            attrs.integer("k"), attrs.integer("groups"), attrs.integer("group_k"), stream_);
       }
-      case OpKind::CountNonzero: {
-        const int kept = normalized(attrs.integer("dim"), rank_of(*x[0]));
-        std::vector<int64_t> reduced;
-        for (int d = 0; d < rank_of(*x[0]); ++d)
-          if (d != kept) reduced.push_back(d);
-        return cuda::count_nonzero(x[0]->data, y[0]->data, n, reduce_shape(x[0]->shape, reduced), stream_);
-      }
+      case OpKind::CountNonzero:
+        return cuda::count_nonzero(x[0]->data, y[0]->data, n, reduce_shape(x[0]->shape, attrs.ints("dims")), stream_);
       case OpKind::Dispatch:
         return cuda::dispatch(x[0]->data, x[1]->data, y[0]->data, routes(*x[1], *y[0]), attrs.boolean("weighted"),
                               stream_);

@@ -187,9 +187,7 @@ std::string run_compute(const DeviceContext& ctx, std::span<const HostTensor* co
       kernels::top_k_grad(x(0), x(1), normalized(attrs.integer("dim"), x(1).rank()), attrs.integer("k"),
                           {attrs.integer("groups"), attrs.integer("group_k")}, y);
       return {};
-    case OpKind::CountNonzero:
-      kernels::count_nonzero(x(0), normalized(attrs.integer("dim"), x(0).rank()), y);
-      return {};
+    case OpKind::CountNonzero: kernels::count_nonzero(x(0), attrs.ints("dims"), y); return {};
     case OpKind::Dispatch: kernels::dispatch(x(0), x(1), attrs.boolean("weighted"), y); return {};
     case OpKind::Combine: kernels::combine(x(0), x(1), attrs.boolean("weighted"), y); return {};
     case OpKind::CombineGateGrad: kernels::combine_gate_grad(x(0), x(1), x(2), y); return {};

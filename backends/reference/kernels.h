@@ -73,6 +73,8 @@ void copy_elements(const HostTensor& x, HostTensor& out);  // reshape
 void transpose(const HostTensor& x, std::span<const int64_t> perm, HostTensor& out);
 void sum(const HostTensor& x, std::span<const int64_t> dims, HostTensor& out);
 void reduce_max(const HostTensor& x, std::span<const int64_t> dims, HostTensor& out);
+// The entries of x that are not zero, over dims.
+void count_nonzero(const HostTensor& x, std::span<const int64_t> dims, HostTensor& out);
 // Inverse of sum: x replicated along the new dims `dims` of out.
 void expand(const HostTensor& x, std::span<const int64_t> dims, HostTensor& out);
 void fill(double value, HostTensor& out);
@@ -162,8 +164,6 @@ struct TopKGroups {
 };
 void top_k(const HostTensor& x, int dim, int64_t k, TopKGroups groups, HostTensor& out);
 void top_k_grad(const HostTensor& dy, const HostTensor& x, int dim, int64_t k, TopKGroups groups, HostTensor& out);
-// The nonzero entries of each index of dim, over every other dim: out[n].
-void count_nonzero(const HostTensor& x, int dim, HostTensor& out);
 // Tokens x[G.., s, h] to slots [G.., e, c, h]: each token to every expert
 // whose gate (gates[G.., s, e]) is nonzero, in order along s, the first c
 // per expert and group; scaled by the gate when weighted.

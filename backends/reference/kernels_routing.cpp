@@ -89,14 +89,6 @@ void top_k_grad(const HostTensor& dy, const HostTensor& x, int dim, int64_t k, T
   });
 }
 
-void count_nonzero(const HostTensor& x, int dim, HostTensor& out) {
-  std::fill(out.data.begin(), out.data.end(), 0.0);
-  each_row(x, dim, [&](int64_t n, auto at) {
-    for (int64_t j = 0; j < n; ++j)
-      if (x.data[at(j)] != 0) out.data[static_cast<size_t>(j)] += 1;
-  });
-}
-
 void dispatch(const HostTensor& x, const HostTensor& gates, bool weighted, HostTensor& out) {
   std::fill(out.data.begin(), out.data.end(), 0.0);
   const int64_t capacity = out.dim(out.rank() - 2), width = out.dim(out.rank() - 1);

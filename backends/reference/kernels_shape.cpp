@@ -96,6 +96,10 @@ void sum(const HostTensor& x, std::span<const int64_t> dims, HostTensor& out) {
   for_each_reduced(x.shape, dims, [&](size_t i, size_t r) { out.data[r] += x.data[i]; });
 }
 
+void count_nonzero(const HostTensor& x, std::span<const int64_t> dims, HostTensor& out) {
+  for_each_reduced(x.shape, dims, [&](size_t i, size_t r) { out.data[r] += x.data[i] != 0 ? 1 : 0; });
+}
+
 void reduce_max(const HostTensor& x, std::span<const int64_t> dims, HostTensor& out) {
   std::fill(out.data.begin(), out.data.end(), -std::numeric_limits<double>::infinity());
   for_each_reduced(x.shape, dims, [&](size_t i, size_t r) { out.data[r] = std::max(out.data[r], x.data[i]); });

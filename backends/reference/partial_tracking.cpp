@@ -124,7 +124,8 @@ uint32_t reduced_split_axes(const ir::Module& module, const ir::Function& f, con
       int kb = attrs.boolean("transpose_b") ? rb - 1 : rb - 2;
       return split(0, [&](int d) { return d == ka; }) | split(1, [&](int d) { return d == kb; });
     }
-    case OpKind::Sum: {
+    case OpKind::Sum:
+    case OpKind::CountNonzero: {
       uint32_t axes = 0;
       for (int64_t d : attrs.ints("dims")) {
         int dim = static_cast<int>(d < 0 ? d + rank_of(0) : d);
@@ -145,11 +146,6 @@ uint32_t reduced_split_axes(const ir::Module& module, const ir::Function& f, con
     case OpKind::Conv2dWeightGrad: return split(0, [](int d) { return d == 0; });
     case OpKind::BatchNormGrad: return result == 0 ? 0 : split(1, [](int d) { return d != 1; });
     case OpKind::BatchNormStats: return split(0, [](int d) { return d != 1; });
-    case OpKind::CountNonzero: {
-      const int64_t dim = attrs.integer("dim");
-      const int kept = static_cast<int>(dim < 0 ? dim + rank_of(0) : dim);
-      return split(0, [&](int d) { return d != kept; });
-    }
     case OpKind::BatchNormWeightGrad: return split(1, [](int d) { return d != 1; });
     case OpKind::RmsNormWeightGrad: return split(1, [&](int d) { return d < rank_of(1) - 1; });
     // dk and dv sum over q's rows: a split query sequence (context

@@ -320,6 +320,7 @@ class LogicalGraphBuilder {
         out.groups = int_attr("groups", 0);
         out.group_k = int_attr("group_k", 0);
         out.aux_loss = float_attr("aux_loss", 0);
+        out.seq_aux_loss = float_attr("seq_aux_loss", 0);
         break;
       case OpKind::Dispatch:
         out.routes = int_attr("k", 1);

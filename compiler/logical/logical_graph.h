@@ -61,7 +61,8 @@ struct LogicalOp {
   int64_t top_k = 1;          // TopK: entries kept along `axis`
   int64_t groups = 0;         // TopK, and Dispatch from its gates' top_k: groups of the experts (0: none)
   int64_t group_k = 0;        // the groups a token's experts come from
-  double aux_loss = 0;        // TopK: the load-balancing loss's coefficient (0: none)
+  double aux_loss = 0;        // TopK: the load-balancing loss's coefficient over each micro-batch (0: none)
+  double seq_aux_loss = 0;    // TopK: the same over each sequence (DeepSeek-V3's)
   double p = 0;               // Dropout probability
   double eps = 1e-5;          // LayerNorm, RmsNorm, BatchNorm
   double factor = 1;          // Scale

@@ -194,8 +194,9 @@ class Lowering {
   ir::ValueId forward_convolution(const ForwardStep& f);
   ir::ValueId forward_shape(const ForwardStep& f);
   ir::ValueId forward_routing(const ForwardStep& f);
-  // The tokens a top_k routes to each expert, over every device (saved for
-  // the load-balancing loss's gradient).
+  // The tokens a top_k routes to each expert, over every device, per
+  // micro-batch and per sequence as its load-balancing losses count them
+  // (saved for their gradients).
   void save_routed_counts(const ForwardStep& f, ir::ValueId gates);
   void backward_contraction(BackwardStep& s);
   void backward_elementwise(BackwardStep& s);
@@ -207,8 +208,8 @@ class Lowering {
   void backward_convolution(BackwardStep& s);
   void backward_shape(BackwardStep& s);
   void backward_routing(BackwardStep& s);
-  // The load-balancing loss's gradient for a top_k's scores.
-  ir::ValueId load_balancing_grad(BackwardStep& s);
+  // A load-balancing loss's gradient for a top_k's scores.
+  ir::ValueId load_balancing_grad(BackwardStep& s, bool per_sequence);
   [[noreturn]] static void no_forward_lowering(const LogicalOp& lop);
   [[noreturn]] static void no_backward_rule(const LogicalOp& lop);
 

@@ -10,7 +10,10 @@
 // all-reduced, as SyncBN's statistics), averaged over the micro-batches as
 // the main loss is. Its gradient goes to the scores alone:
 // aux_loss · n · f_i / (T · M) for every token, T the micro-batch's tokens
-// and M the micro-batches.
+// and M the micro-batches. seq_aux_loss is the same over each sequence
+// (DeepSeek-V3's), averaged over the step's sequences.
+#include <algorithm>
+
 #include "compiler/lowering/lowering_helpers.h"
 
 namespace dstc::compiler {
@@ -37,7 +40,7 @@ ir::ValueId Lowering::forward_routing(const ForwardStep& f) {
       std::vector<ir::ValueId> operands{f.in[0]};
       std::vector<ir::Layout> layouts{f.out};
       ir::ValueId gates = append_multi(f.at, OpKind::TopK, operands, top_k_attrs(f.lop), layouts)[0];
-      if (f.lop.aux_loss > 0 && spec.train.training) save_routed_counts(f, gates);
+      if ((f.lop.aux_loss > 0 || f.lop.seq_aux_loss > 0) && spec.train.training) save_routed_counts(f, gates);
       return gates;
     }
     case ops::OpKind::Dispatch: {
@@ -51,40 +54,80 @@ ir::ValueId Lowering::forward_routing(const ForwardStep& f) {
   }
 }
 
-void Lowering::save_routed_counts(const ForwardStep& f, ir::ValueId gates) {
-  // Split over the tokens, each device counts its own: partial sums.
-  ir::Layout partial = f.out;
-  for (ir::Sbp& axis : partial)
-    if (axis.kind == ir::Sbp::Split) axis = axis.dim == f.lop.axis ? split(0) : kPartial;
-  ir::ValueId counts =
-      append(f.at, ir::OpKind::CountNonzero, {gates}, {ir::AttrValue::integer("dim", f.lop.axis)}, partial);
-  Emit boxing = f.at;
-  boxing.stream = ir::Stream::Feature;
-  save_extras(f.op, f.at.micro_batch, {box(boxing, counts, partial, ir::Layout(partial.size(), kBroadcast))});
+namespace {
+
+// The dims a load-balancing loss counts routes and averages scores over:
+// every dim but the experts' (the micro-batch's tokens), or the one before
+// it (each sequence's).
+std::vector<int64_t> balance_dims(const LogicalOp& lop, int rank, bool per_sequence) {
+  if (per_sequence) return {lop.axis - 1};
+  std::vector<int64_t> dims;
+  for (int d = 0; d < rank; ++d)
+    if (d != lop.axis) dims.push_back(d);
+  return dims;
 }
 
-ir::ValueId Lowering::load_balancing_grad(BackwardStep& s) {
+// `layout` without `dims`: a split of one of them becomes a partial sum.
+ir::Layout reduced_layout(ir::Layout layout, const std::vector<int64_t>& dims) {
+  for (ir::Sbp& axis : layout) {
+    if (axis.kind != ir::Sbp::Split) continue;
+    const int64_t d = axis.dim;
+    if (std::find(dims.begin(), dims.end(), d) != dims.end()) {
+      axis = kPartial;
+      continue;
+    }
+    axis = split(static_cast<int>(d - std::count_if(dims.begin(), dims.end(), [&](int64_t r) { return r < d; })));
+  }
+  return layout;
+}
+
+}  // namespace
+
+void Lowering::save_routed_counts(const ForwardStep& f, ir::ValueId gates) {
+  std::vector<ir::ValueId> counts;
+  for (bool per_sequence : {false, true}) {
+    if ((per_sequence ? f.lop.seq_aux_loss : f.lop.aux_loss) <= 0) continue;
+    // Each device counts its own tokens; where they split the counted
+    // dims, the counts are partial sums, all-reduced.
+    const std::vector<int64_t> dims = balance_dims(f.lop, type_of(gates).rank, per_sequence);
+    const ir::Layout partial = reduced_layout(f.out, dims);
+    ir::Layout whole = partial;
+    for (ir::Sbp& axis : whole)
+      if (axis.kind == ir::Sbp::PartialSum) axis = kBroadcast;
+    ir::ValueId local = append(f.at, ir::OpKind::CountNonzero, {gates}, {ir::AttrValue::ints("dims", dims)}, partial);
+    Emit boxing = f.at;
+    boxing.stream = ir::Stream::Feature;
+    counts.push_back(box(boxing, local, partial, whole));
+  }
+  save_extras(f.op, f.at.micro_batch, std::move(counts));
+}
+
+ir::ValueId Lowering::load_balancing_grad(BackwardStep& s, bool per_sequence) {
   using ir::AttrValue;
   using ir::OpKind;
   const int32_t scores = s.lop.inputs[0].tensor;
-  const ir::Layout& layout = input_layout(s.op, 0);
+  const ir::Layout layout = input_layout(s.op, 0);
   const ir::TensorType micro_batch = local_type(scores, ir::Layout(layout.size(), kBroadcast), ir::DType::F32);
   const double experts = static_cast<double>(micro_batch.dim(s.lop.axis));
-  const double tokens = static_cast<double>(micro_batch.numel()) / experts;
-  const double micro_batches = static_cast<double>(graph.tensors[scores].numel() / micro_batch.numel());
-  // The mean over micro-batches of aux_loss · n · Σ_i (c_i / (k·T)) · P_i:
-  // d/dscore[t, i] = aux_loss · n · c_i / (k · T² · M).
-  const double factor = s.lop.aux_loss * experts / (static_cast<double>(s.lop.top_k) * tokens * tokens * micro_batches);
+  // Each loss is averaged over the step's micro-batches (or sequences),
+  // as the main loss is: aux · n · Σ_i (c_i / (k·T)) · P_i over T tokens,
+  // of which d/dscore[t, i] = aux · n · c_i / (k · T² · M), M of them.
+  const double tokens = per_sequence ? static_cast<double>(micro_batch.dim(s.lop.axis - 1))
+                                     : static_cast<double>(micro_batch.numel()) / experts;
+  const double groups = static_cast<double>(graph.tensors[scores].numel()) / (tokens * experts);
+  const double coefficient = per_sequence ? s.lop.seq_aux_loss : s.lop.aux_loss;
+  const double factor = coefficient * experts / (static_cast<double>(s.lop.top_k) * tokens * tokens * groups);
+  const std::vector<ir::ValueId>& saved = saved_extras(s.op, s.at.micro_batch);
+  ir::ValueId counts = per_sequence ? saved.back() : saved.front();
+  const ir::Layout counts_layout = module_.layout(function_->values[counts].layout);
   Emit e = s.emit_at(0);
-  const ir::Layout whole(layout.size(), kBroadcast);
-  ir::ValueId counts = saved_extras(s.op, s.at.micro_batch).back();
-  ir::ValueId scaled = append(e, OpKind::Scale, {counts}, {AttrValue::real("factor", factor)}, whole);
+  ir::ValueId scaled = append(e, OpKind::Scale, {counts}, {AttrValue::real("factor", factor)}, counts_layout);
   const ir::TensorType& local = type_of(s.in(0));
-  std::vector<int64_t> shape(local.shape().begin(), local.shape().end()), over_tokens;
-  for (int d = 0; d < local.rank; ++d)
-    if (d != s.lop.axis) over_tokens.push_back(d);
-  ir::ValueId grad = append(e, OpKind::Expand, {scaled},
-                            {AttrValue::ints("shape", shape), AttrValue::ints("dims", over_tokens)}, layout);
+  const std::vector<int64_t> shape(local.shape().begin(), local.shape().end());
+  ir::ValueId grad =
+      append(e, OpKind::Expand, {scaled},
+             {AttrValue::ints("shape", shape), AttrValue::ints("dims", balance_dims(s.lop, local.rank, per_sequence))},
+             layout);
   if (local.dtype != ir::DType::F32)
     grad = append(e, OpKind::Cast, {grad}, {AttrValue::string("dtype", ir::dtype_name(local.dtype))}, layout);
   // Where the scores are replicated their gradient is partial: one device
@@ -101,7 +144,8 @@ void Lowering::backward_routing(BackwardStep& s) {
         std::vector<ir::ValueId> operands{s.g, s.in(0)};
         std::vector<ir::Layout> layouts{s.grad_layout_of(0)};
         s.give(0, append_multi(s.emit_at(0), OpKind::TopKGrad, operands, top_k_attrs(s.lop), layouts)[0]);
-        if (s.lop.aux_loss > 0) s.give(0, load_balancing_grad(s));
+        if (s.lop.aux_loss > 0) s.give(0, load_balancing_grad(s, false));
+        if (s.lop.seq_aux_loss > 0) s.give(0, load_balancing_grad(s, true));
       }
       break;
     case ops::OpKind::Dispatch:

@@ -26,8 +26,11 @@ DimsResult top_k_dims(const DimsQuery& q, OpError& error) {
   int64_t k = given_attr(q.attrs, "k")->i;
   int64_t size = find_dim(q.inputs[0], dim)->size;
   if (k < 1 || k > size) return fail(error, fmt::format("k = {} must be between 1 and {}'s size {}", k, dim, size));
-  if (const AttrValue* aux = given_attr(q.attrs, "aux_loss"); aux && !(aux->f >= 0 && std::isfinite(aux->f)))
-    return fail(error, fmt::format("aux_loss is the load-balancing loss's coefficient, at least 0, not {}", aux->f));
+  for (const char* name : {"aux_loss", "seq_aux_loss"})
+    if (const AttrValue* aux = given_attr(q.attrs, name); aux && !(aux->f >= 0 && std::isfinite(aux->f)))
+      return fail(error, fmt::format("{} is a load-balancing loss's coefficient, at least 0, not {}", name, aux->f));
+  if (const AttrValue* seq = given_attr(q.attrs, "seq_aux_loss"); seq && seq->f > 0 && q.inputs[0].front().name == dim)
+    return fail(error, fmt::format("seq_aux_loss balances each sequence, the dim before {}, which is the first", dim));
   // Node-limited routing: `groups` groups of consecutive entries, the k
   // taken from the `group_k` best (0 and 0: no groups).
   const AttrValue* groups = given_attr(q.attrs, "groups");

@@ -1,8 +1,11 @@
-// The load-balancing loss of a top_k (aux_loss): its gradient, run by the
-// reference executor, against the formula worked out here by hand.
+// The load-balancing losses of a top_k (aux_loss over each micro-batch,
+// seq_aux_loss over each sequence): their gradient, run by the reference
+// executor, against the formula worked out here by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "backends/reference/argument_values.h"
 #include "backends/reference/executor.h"
@@ -25,7 +28,7 @@ constexpr double kAuxLoss = 0.3;
 // scores = x[b, s, e] · w[e], gates = top_k(scores, k = 2, aux_loss), and a
 // loss that reads the gates scaled by 0: the only gradient w gets is the
 // load-balancing loss's.
-LogicalGraph make_router() {
+LogicalGraph make_router(bool per_sequence) {
   ModelBuilder m;
   int32_t x = m.input("x", {{"b", kBatch}, {"s", kSeq}, {"e", kExperts}});
   int32_t target = m.input("target", {{"b", kBatch}, {"s", kSeq}, {"e", kExperts}});
@@ -39,7 +42,7 @@ LogicalGraph make_router() {
   compiler::LogicalOp& top_k = m.graph.ops.back();
   top_k.axis = 2;
   top_k.top_k = kTopK;
-  top_k.aux_loss = kAuxLoss;
+  (per_sequence ? top_k.seq_aux_loss : top_k.aux_loss) = kAuxLoss;
   int32_t silenced = m.op(router, ops::OpKind::Scale, {{gates, dims}}, dims, "silenced");
   m.graph.ops.back().factor = 0;
   int32_t loss = m.node(0, "loss", "MseLoss");
@@ -59,14 +62,17 @@ std::optional<ir::Module> compile(const LogicalGraph& g, int32_t micro_batches) 
   return std::move(c->module);
 }
 
-// The update of w after one step: per micro-batch of T tokens with c_i of
-// its routes to expert i, d/dscore[t, i] = aux_loss · n · c_i / (k · T² · M).
-std::vector<double> expected_update(const HostTensor& x, const HostTensor& w, int32_t micro_batches) {
-  const int64_t rows = kBatch / micro_batches, tokens = rows * kSeq;
+// The update of w after one step. Per group of T tokens (a micro-batch, or
+// a sequence) with c_i of its routes to expert i, one of G in the step,
+// d/dscore[t, i] = aux_loss · n · c_i / (k · T² · G).
+std::vector<double> expected_update(const HostTensor& x, const HostTensor& w, int32_t micro_batches,
+                                    bool per_sequence) {
+  const int64_t tokens = per_sequence ? kSeq : kBatch / micro_batches * kSeq;
+  const int64_t groups = kBatch * kSeq / tokens;
   std::vector<double> update(kExperts, 0.0);
-  for (int32_t mb = 0; mb < micro_batches; ++mb) {
+  for (int64_t group = 0; group < groups; ++group) {
     std::vector<double> counts(kExperts, 0.0), x_sums(kExperts, 0.0);
-    for (int64_t t = mb * tokens; t < (mb + 1) * tokens; ++t) {
+    for (int64_t t = group * tokens; t < (group + 1) * tokens; ++t) {
       std::vector<std::pair<double, int64_t>> row;
       for (int64_t i = 0; i < kExperts; ++i) {
         const double xi = x.data[static_cast<size_t>(t * kExperts + i)];
@@ -78,17 +84,17 @@ std::vector<double> expected_update(const HostTensor& x, const HostTensor& w, in
     }
     for (int64_t i = 0; i < kExperts; ++i)
       update[static_cast<size_t>(i)] += kAuxLoss * kExperts * counts[static_cast<size_t>(i)] /
-                                        (kTopK * static_cast<double>(tokens * tokens) * micro_batches) *
+                                        (kTopK * static_cast<double>(tokens * tokens * groups)) *
                                         x_sums[static_cast<size_t>(i)];
   }
   return update;
 }
 
-class LoadBalancingLoss : public ::testing::TestWithParam<int32_t> {};
+class LoadBalancingLoss : public ::testing::TestWithParam<std::tuple<int32_t, bool>> {};
 
 TEST_P(LoadBalancingLoss, UpdatesTheScoresWeightsByTheSwitchTransformerGradient) {
-  const int32_t micro_batches = GetParam();
-  std::optional<ir::Module> m = compile(make_router(), micro_batches);
+  const auto [micro_batches, per_sequence] = GetParam();
+  std::optional<ir::Module> m = compile(make_router(per_sequence), micro_batches);
   ASSERT_TRUE(m.has_value());
   const ir::Function& f = *step_function(*m);
   Execution run = execute(*m, f, make_argument_source(0), {Arithmetic::F64, true, {}});
@@ -113,7 +119,7 @@ TEST_P(LoadBalancingLoss, UpdatesTheScoresWeightsByTheSwitchTransformerGradient)
     if (replaces[i] == args["router.w"]) updated = &(next = run.logical(f.returns[i]).logical);
   ASSERT_NE(updated, nullptr);
 
-  const std::vector<double> update = expected_update(x, w, micro_batches);
+  const std::vector<double> update = expected_update(x, w, micro_batches, per_sequence);
   for (int64_t i = 0; i < kExperts; ++i) {
     const size_t at = static_cast<size_t>(i);
     EXPECT_NE(update[at], 0.0);
@@ -121,14 +127,17 @@ TEST_P(LoadBalancingLoss, UpdatesTheScoresWeightsByTheSwitchTransformerGradient)
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(MicroBatches, LoadBalancingLoss, ::testing::Values(1, 2));
+INSTANTIATE_TEST_SUITE_P(MicroBatchesAndSequences, LoadBalancingLoss,
+                         ::testing::Combine(::testing::Values(1, 2), ::testing::Bool()));
 
-// The counts are the micro-batch's statistics, as batch norm's: the
-// single-device reference runs the strategy's micro-batches.
-TEST(LoadBalancingLoss, MakesTheReferenceRunTheStrategysMicroBatches) {
-  std::optional<ir::Module> m = compile(make_router(), 2);
-  ASSERT_TRUE(m.has_value());
-  EXPECT_EQ(reference_micro_batches(*m, 2), 2);
+// Counts over the micro-batch are its statistics, as batch norm's: the
+// single-device reference runs the strategy's micro-batches. Counts per
+// sequence are the same however the batch is cut.
+TEST(LoadBalancingLoss, OverTheMicroBatchMakesTheReferenceRunTheStrategysMicroBatches) {
+  std::optional<ir::Module> micro_batch = compile(make_router(false), 2), sequence = compile(make_router(true), 2);
+  ASSERT_TRUE(micro_batch.has_value() && sequence.has_value());
+  EXPECT_EQ(reference_micro_batches(*micro_batch, 2), 2);
+  EXPECT_EQ(reference_micro_batches(*sequence, 2), 1);
 }
 
 }  // namespace
