@@ -224,14 +224,8 @@ bool rms_norm_weight_grad_shape(const OpContext& ctx, Types& out, std::string& e
 // (dy, x, y) -> dx: y is x reduced by max over `dims`, dy has y's shape.
 bool reduce_max_grad_shape(const OpContext& ctx, Types& out, std::string& error) {
   const TensorType& x = ctx.operands[1];
-  std::vector<bool> reduced(x.rank, false);
-  for (int64_t d : ctx.attrs.ints("dims")) {
-    if (!normalize_dim(d, x.rank, error)) return false;
-    reduced[static_cast<size_t>(d)] = true;
-  }
   std::vector<int64_t> kept;
-  for (int i = 0; i < x.rank; ++i)
-    if (!reduced[static_cast<size_t>(i)]) kept.push_back(x.dim(i));
+  if (!reduced_shape(x, ctx.attrs.ints("dims"), false, kept, error)) return false;
   TensorType y(x.dtype, kept);
   if (!(ctx.operands[2] == y) || !(ctx.operands[0] == y))
     return fail(error, "the gradient {} and the maximum {} must be {} reduced: {}", str(ctx.operands[0]),

@@ -590,21 +590,9 @@ bool transpose_shape(const OpContext& ctx, Types& out, std::string& error) {
 
 bool sum_shape(const OpContext& ctx, Types& out, std::string& error) {
   const TensorType& x = ctx.operands[0];
-  std::vector<bool> reduced(x.rank, false);
-  for (int64_t d : ctx.attrs.ints("dims")) {
-    if (!normalize_dim(d, x.rank, error)) return false;
-    reduced[static_cast<size_t>(d)] = true;
-  }
-  bool keep = ctx.attrs.boolean("keepdim");
-  TensorType r;
-  r.dtype = x.dtype;
-  for (int i = 0; i < x.rank; ++i) {
-    if (!reduced[static_cast<size_t>(i)])
-      r.dims[r.rank++] = x.dim(i);
-    else if (keep)
-      r.dims[r.rank++] = 1;
-  }
-  out.push_back(r);
+  std::vector<int64_t> shape;
+  if (!reduced_shape(x, ctx.attrs.ints("dims"), ctx.attrs.boolean("keepdim"), shape, error)) return false;
+  out.emplace_back(x.dtype, shape);
   return true;
 }
 

@@ -41,15 +41,9 @@ bool top_k_shape(const OpContext& ctx, Types& out, std::string& error) {
 // partial sums.
 bool count_nonzero_shape(const OpContext& ctx, Types& out, std::string& error) {
   const TensorType& x = ctx.operands[0];
-  if (!require_float(x, "the input", error)) return false;
-  std::vector<bool> reduced(static_cast<size_t>(x.rank), false);
-  for (int64_t d : ctx.attrs.ints("dims")) {
-    if (!normalize_dim(d, x.rank, error)) return false;
-    reduced[static_cast<size_t>(d)] = true;
-  }
   std::vector<int64_t> kept;
-  for (int i = 0; i < x.rank; ++i)
-    if (!reduced[static_cast<size_t>(i)]) kept.push_back(x.dim(i));
+  if (!require_float(x, "the input", error) || !reduced_shape(x, ctx.attrs.ints("dims"), false, kept, error))
+    return false;
   out.emplace_back(DType::F32, kept);
   return true;
 }

@@ -46,6 +46,23 @@ bool require_shape(std::span<const int64_t> shape, std::string& error) {
   return true;
 }
 
+bool reduced_shape(const TensorType& x, std::span<const int64_t> dims, bool keepdim, std::vector<int64_t>& shape,
+                   std::string& error) {
+  std::vector<bool> reduced(static_cast<size_t>(x.rank), false);
+  for (int64_t d : dims) {
+    if (!normalize_dim(d, x.rank, error)) return false;
+    reduced[static_cast<size_t>(d)] = true;
+  }
+  shape.clear();
+  for (int i = 0; i < x.rank; ++i) {
+    if (!reduced[static_cast<size_t>(i)])
+      shape.push_back(x.dim(i));
+    else if (keepdim)
+      shape.push_back(1);
+  }
+  return true;
+}
+
 double traffic(const OpContext& ctx, std::span<const TensorType> results) {
   double bytes = 0;
   for (const TensorType& t : ctx.operands) bytes += static_cast<double>(t.bytes());

@@ -35,6 +35,10 @@ bool normalize_dim(int64_t& dim, int rank, std::string& error);
 bool require_reduction(std::string_view op, std::string& error);
 // A shape given as an attribute: at most kMaxRank sizes, none negative.
 bool require_shape(std::span<const int64_t> shape, std::string& error);
+// x's shape reduced over `dims` (each kept as size 1 with keepdim); false
+// when a dim is out of range.
+bool reduced_shape(const TensorType& x, std::span<const int64_t> dims, bool keepdim, std::vector<int64_t>& shape,
+                   std::string& error);
 
 // Bytes of all operands plus all results: the memory traffic of a kernel
 // that reads its inputs once and writes its outputs once.
