@@ -30,6 +30,7 @@ schedule::ScheduleKind kind_from_name(const std::string& name) {
   if (name == "gpipe") return schedule::ScheduleKind::GPipe;
   if (name == "interleaved") return schedule::ScheduleKind::Interleaved;
   if (name == "zb_h1") return schedule::ScheduleKind::ZeroBubbleH1;
+  if (name == "zb_2p") return schedule::ScheduleKind::ZeroBubble2P;
   if (name == "zb_v") return schedule::ScheduleKind::ZeroBubbleV;
   if (name == "dualpipe_v") return schedule::ScheduleKind::DualPipeV;
   return schedule::ScheduleKind::OneFOneB;
@@ -104,8 +105,9 @@ int run_schedule(const ScheduleOptions& o, CommandContext& ctx) {
 Command add_schedule_command(CLI::App& root) {
   auto options = std::make_shared<ScheduleOptions>();
   CLI::App* sub = root.add_subcommand("schedule", "Print and check a pipeline schedule (built-in or a CSV table)");
-  sub->add_option("--kind", options->kind, "Built-in schedule: gpipe, 1f1b, interleaved, zb_h1, zb_v or dualpipe_v")
-      ->transform(one_of({"gpipe", "1f1b", "interleaved", "zb_h1", "zb_v", "dualpipe_v"}))
+  sub->add_option("--kind", options->kind,
+                  "Built-in schedule: gpipe, 1f1b, interleaved, zb_h1, zb_2p, zb_v or dualpipe_v")
+      ->transform(one_of({"gpipe", "1f1b", "interleaved", "zb_h1", "zb_2p", "zb_v", "dualpipe_v"}))
       ->capture_default_str();
   sub->add_option("--table", options->table_path,
                   "A CSV schedule table (torch.distributed.pipelining format: a row per rank, cells like 0F1)")

@@ -715,10 +715,11 @@ class StrategyElaborator {
     Value k = eval_.eval(v, scope);
     // Kinds are case-insensitive: papers write 1F1B and GPipe.
     std::string kind = k.type == ValueType::Symbol ? lowercase(k.s) : "";
-    if (kind == "gpipe" || kind == "1f1b" || kind == "zb_h1") {
-      c.kind = kind == "gpipe"  ? schedule::ScheduleKind::GPipe
-               : kind == "1f1b" ? schedule::ScheduleKind::OneFOneB
-                                : schedule::ScheduleKind::ZeroBubbleH1;
+    if (kind == "gpipe" || kind == "1f1b" || kind == "zb_h1" || kind == "zb_2p") {
+      c.kind = kind == "gpipe"   ? schedule::ScheduleKind::GPipe
+               : kind == "1f1b"  ? schedule::ScheduleKind::OneFOneB
+               : kind == "zb_h1" ? schedule::ScheduleKind::ZeroBubbleH1
+                                 : schedule::ScheduleKind::ZeroBubble2P;
       return;
     }
     if (kind == "zb_v" || kind == "dualpipe_v") {
@@ -727,14 +728,13 @@ class StrategyElaborator {
       return;
     }
     if (k.ok()) {
-      auto error = diags_.error(
-          diag::kBadConfig, v.range,
-          fmt::format(
-              "schedule kind must be gpipe, 1f1b, interleaved(V), zb_h1, zb_v, dualpipe_v or table(\"file.csv\"), "
-              "not {}",
-              to_string(k)));
+      auto error = diags_.error(diag::kBadConfig, v.range,
+                                fmt::format("schedule kind must be gpipe, 1f1b, interleaved(V), zb_h1, zb_2p, zb_v, "
+                                            "dualpipe_v or table(\"file.csv\"), "
+                                            "not {}",
+                                            to_string(k)));
       if (std::optional<std::string> meant =
-              closest_spelling(kind, {"gpipe", "1f1b", "interleaved", "zb_h1", "zb_v", "dualpipe_v", "table"}))
+              closest_spelling(kind, {"gpipe", "1f1b", "interleaved", "zb_h1", "zb_2p", "zb_v", "dualpipe_v", "table"}))
         error.note(fmt::format("did you mean '{}'?", *meant));
     }
   }

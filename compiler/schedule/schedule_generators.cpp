@@ -131,6 +131,17 @@ std::vector<std::vector<Action>> zero_bubble_h1(const ScheduleRequest& req) {
       [&](int32_t stage) { return req.max_ongoing > 0 ? std::min(p - stage, req.max_ongoing) : p - stage; });
 }
 
+// ZB-2P (the same paper's automatic schedule under a memory limit of 2p
+// micro-batches' activations on every rank): the list scheduler with each
+// rank starting forwards while fewer than 2p micro-batches are between F and
+// W, twice what 1F1B's first rank holds. The warm-up's extra forwards fill
+// the bubble before the first backward arrives, the W passes the one after.
+std::vector<std::vector<Action>> zero_bubble_2p(const ScheduleRequest& req) {
+  const int32_t limit = req.max_ongoing > 0 ? req.max_ongoing : 2 * req.ranks;
+  return list_schedule(
+      req, req.ranks, [](int32_t r) { return std::array<int32_t, 1>{r}; }, [&](int32_t) { return limit; });
+}
+
 // ZB-V (Qi et al., "Pipeline Parallelism with Controllable Memory", and the
 // zero-bubble paper's ZB-V): kZeroBubbleVStagesPerRank·p stages in a V, rank
 // r holding stage r (chunk 0, going down) and stage 2p − 1 − r (chunk 1,
@@ -212,6 +223,7 @@ std::string_view schedule_kind_name(ScheduleKind kind) {
     case ScheduleKind::OneFOneB: return "1f1b";
     case ScheduleKind::Interleaved: return "interleaved";
     case ScheduleKind::ZeroBubbleH1: return "zb_h1";
+    case ScheduleKind::ZeroBubble2P: return "zb_2p";
     case ScheduleKind::ZeroBubbleV: return "zb_v";
     case ScheduleKind::DualPipeV: return "dualpipe_v";
   }
@@ -282,11 +294,13 @@ std::variant<ScheduleTable, std::string> generate_schedule(const ScheduleRequest
       case ScheduleKind::OneFOneB: table.ranks[r] = one_f_one_b(r, req); break;
       case ScheduleKind::Interleaved: table.ranks[r] = interleaved(r, req); break;
       case ScheduleKind::ZeroBubbleH1:
+      case ScheduleKind::ZeroBubble2P:
       case ScheduleKind::ZeroBubbleV:
       case ScheduleKind::DualPipeV: break;  // the whole table at once
     }
   }
   if (req.kind == ScheduleKind::ZeroBubbleH1 && !req.forward_only) table.ranks = zero_bubble_h1(req);
+  if (req.kind == ScheduleKind::ZeroBubble2P && !req.forward_only) table.ranks = zero_bubble_2p(req);
   return table;
 }
 

@@ -1,5 +1,5 @@
 // Built-in pipeline schedules: GPipe (fill-drain), 1F1B, interleaved 1F1B
-// with v virtual stages per rank (Megatron-LM), ZB-H1 and ZB-V (zero
+// with v virtual stages per rank (Megatron-LM), ZB-H1, ZB-2P and ZB-V (zero
 // bubble, Qi et al. 2023) and DualPipeV (DeepSeek's DualPipe cut in half),
 // each as a ScheduleTable.
 #pragma once
@@ -11,7 +11,7 @@
 
 namespace dstc::schedule {
 
-enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZeroBubbleH1, ZeroBubbleV, DualPipeV };
+enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZeroBubbleH1, ZeroBubble2P, ZeroBubbleV, DualPipeV };
 
 // ZB-V's and DualPipeV's V: each rank holds a stage going down and one
 // coming back.

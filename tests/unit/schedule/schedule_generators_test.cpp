@@ -137,6 +137,30 @@ TEST(ZeroBubbleH1, HoldsNoMoreThan1F1BAndOnlyTheLastWeightGradTrails) {
   EXPECT_EQ(run_unit_time(t).num_steps, 30);
 }
 
+TEST(ZeroBubble2P, HoldsAtMostTwicePAndLeavesOnlyTheFirstForwardsWait) {
+  for (int32_t p : {2, 4, 6}) {
+    for (int32_t m : {2 * p, 4 * p}) {
+      ScheduleTable t = make(ScheduleKind::ZeroBubble2P, p, m);
+      int32_t first_peak = 0;
+      for (int32_t r = 0; r < p; ++r) {
+        ASSERT_EQ(t.ranks[r].size(), size_t(3 * m));
+        int32_t in_flight = 0, peak = 0;
+        for (const Action& x : t.ranks[r]) {
+          in_flight += x.kind == ActionKind::Forward ? 1 : x.kind == ActionKind::WeightGrad ? -1 : 0;
+          peak = std::max(peak, in_flight);
+        }
+        EXPECT_LE(peak, 2 * p) << "p " << p << " m " << m << " rank " << r;
+        if (r == 0) first_peak = peak;
+      }
+      // More in flight than ZB-H1's and 1F1B's p on the first rank.
+      EXPECT_GT(first_peak, p);
+      // At one step per pass, the only idle steps are the last rank's wait
+      // for its first forward: 3m + p − 1 (ZB-H1 at p = 4, m = 8: 30).
+      EXPECT_EQ(run_unit_time(t).num_steps, 3 * m + p - 1) << "p " << p << " m " << m;
+    }
+  }
+}
+
 TEST(ZeroBubbleV, PlacesAVHoldsAbout1F1BsMemoryAndAlmostNoBubble) {
   int32_t p = 4, m = 8;
   ScheduleTable t = make(ScheduleKind::ZeroBubbleV, p, m, 2);
@@ -224,8 +248,9 @@ TEST(DualPipeV, RunsDeepSeeksPhasesInAV) {
 
 TEST(Schedules, EveryBuiltinScheduleIsSoundAndCompletes) {
   SourceManager sm;
-  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved,
-                            ScheduleKind::ZeroBubbleH1, ScheduleKind::ZeroBubbleV, ScheduleKind::DualPipeV}) {
+  for (ScheduleKind kind :
+       {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved, ScheduleKind::ZeroBubbleH1,
+        ScheduleKind::ZeroBubble2P, ScheduleKind::ZeroBubbleV, ScheduleKind::DualPipeV}) {
     for (int32_t p = 1; p <= 5; ++p) {
       for (int32_t m = 1; m <= 11; ++m) {
         for (int32_t v = v_shaped(kind) ? 2 : 1; v <= (kind == ScheduleKind::Interleaved ? 3

@@ -1,0 +1,1 @@
+schedule --kind zb_2p --ranks 4 --micro-batches 8
