@@ -74,8 +74,9 @@ std::optional<VerifyPrograms> compile_verify_programs(const StrategyRequest& req
   if (!compiled) return std::nullopt;
   if (strategy.run.fp8 == compiler::Fp8Recipe::Blockwise && !blocks_kept_whole(compiled->module, strategy, diags))
     return std::nullopt;
-  // Batch norm normalises each micro-batch by its own statistics, so with
-  // one the reference must cut the batch as the strategy does.
+  // Batch norm normalises each micro-batch by its own statistics, and a
+  // load-balancing loss counts each micro-batch's routes, so with either the
+  // reference must cut the batch as the strategy does.
   const int32_t reference_micro_batches =
       reference::reference_micro_batches(compiled->module, compiled->resolved.micro_batches);
   compiler::PlanOptions reference_plan;

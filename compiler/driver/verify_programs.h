@@ -16,7 +16,8 @@ struct VerifyPrograms {
   compiler::LogicalProgram distributed, single;
   compiler::CompiledStrategy compiled, reference;
   // The single-device program runs the strategy's micro-batches when the
-  // model has a batch norm (reference::reference_micro_batches), else 1.
+  // model takes statistics per micro-batch (a batch norm, a load-balancing
+  // loss: reference::reference_micro_batches), else 1.
   int32_t reference_micro_batches = 1;
 
   const frontend::Strategy& strategy() const { return loaded.strategy->strategy; }

@@ -36,6 +36,8 @@ class LogicalGraphBuilder {
     graph_.loss = strategy_.run.training ? graph_.output : -1;
     graph_.infer_batch_axes();
     graph_.infer_slots_axes();
+    check_sequence_balance();
+    if (!ok_) return std::nullopt;
     // The strategy's global batch sizes every batch dim (the model's own
     // batch parameter is only its default).
     int64_t batch = strategy_.run.batch * strategy_.run.accumulate;
@@ -108,6 +110,23 @@ class LogicalGraphBuilder {
     diags_.error(diag::kUnsupportedOp, op.range,
                  fmt::format("the compiler cannot lower this {} yet: {}", ops::op_name(op.kind), why));
     ok_ = false;
+  }
+
+  // A sequence-wise load-balancing loss counts along the dim before the
+  // experts'; were that the batch, micro-batching would cut what it counts.
+  void check_sequence_balance() {
+    for (const LogicalOp& op : graph_.ops) {
+      if (op.type != OpKind::TopK || op.seq_aux_loss <= 0) continue;
+      const Tensor& scores = graph_.tensors[op.inputs[0].tensor];
+      if (scores.batch_axis != op.axis - 1) continue;
+      diags_
+          .error(diag::kDimMismatch, op.where,
+                 fmt::format("seq_aux_loss balances each sequence, the dim before {}, but {} is the batch here",
+                             op.inputs[0].dims[static_cast<size_t>(op.axis)],
+                             op.inputs[0].dims[static_cast<size_t>(op.axis - 1)]))
+          .note("give the scores a sequence dim before the experts', or balance the micro-batch with aux_loss");
+      ok_ = false;
+    }
   }
 
   // A dispatch's k is what the simulator prices it by: it must be the k of

@@ -40,7 +40,9 @@ ir::ValueId Lowering::forward_routing(const ForwardStep& f) {
       std::vector<ir::ValueId> operands{f.in[0]};
       std::vector<ir::Layout> layouts{f.out};
       ir::ValueId gates = append_multi(f.at, OpKind::TopK, operands, top_k_attrs(f.lop), layouts)[0];
-      if ((f.lop.aux_loss > 0 || f.lop.seq_aux_loss > 0) && spec.train.training) save_routed_counts(f, gates);
+      // A replayed router keeps its forward's counts.
+      if ((f.lop.aux_loss > 0 || f.lop.seq_aux_loss > 0) && spec.train.training && f.at.phase != ir::Phase::Recompute)
+        save_routed_counts(f, gates);
       return gates;
     }
     case ops::OpKind::Dispatch: {
@@ -122,7 +124,7 @@ ir::ValueId Lowering::load_balancing_grad(BackwardStep& s, bool per_sequence) {
   const ir::Layout counts_layout = module_.layout(function_->values[counts].layout);
   Emit e = s.emit_at(0);
   ir::ValueId scaled = append(e, OpKind::Scale, {counts}, {AttrValue::real("factor", factor)}, counts_layout);
-  const ir::TensorType& local = type_of(s.in(0));
+  const ir::TensorType local = type_of(s.in(0));  // a copy: appends may grow the type table
   const std::vector<int64_t> shape(local.shape().begin(), local.shape().end());
   ir::ValueId grad =
       append(e, OpKind::Expand, {scaled},

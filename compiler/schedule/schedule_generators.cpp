@@ -137,7 +137,7 @@ std::vector<std::vector<Action>> zero_bubble_h1(const ScheduleRequest& req) {
 // W, twice what 1F1B's first rank holds. The warm-up's extra forwards fill
 // the bubble before the first backward arrives, the W passes the one after.
 std::vector<std::vector<Action>> zero_bubble_2p(const ScheduleRequest& req) {
-  const int32_t limit = req.max_ongoing > 0 ? req.max_ongoing : 2 * req.ranks;
+  const int32_t limit = req.max_ongoing > 0 ? std::min(req.max_ongoing, 2 * req.ranks) : 2 * req.ranks;
   return list_schedule(
       req, req.ranks, [](int32_t r) { return std::array<int32_t, 1>{r}; }, [&](int32_t) { return limit; });
 }
