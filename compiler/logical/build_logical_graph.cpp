@@ -291,6 +291,7 @@ class LogicalGraphBuilder {
       case OpKind::Softmax:
         out.axis = dim_attr("dim");
         if (out.axis < 0) out.axis = rank - 1;
+        out.z_loss = float_attr("z_loss", 0);
         break;
       case OpKind::Rope:
         out.axis = dim_attr("dim");

@@ -63,6 +63,7 @@ struct LogicalOp {
   int64_t group_k = 0;        // the groups a token's experts come from
   double aux_loss = 0;        // TopK: the load-balancing loss's coefficient over each micro-batch (0: none)
   double seq_aux_loss = 0;    // TopK: the same over each sequence (DeepSeek-V3's)
+  double z_loss = 0;          // Softmax: a router z-loss's coefficient (0: none)
   double p = 0;               // Dropout probability
   double eps = 1e-5;          // LayerNorm, RmsNorm, BatchNorm
   double factor = 1;          // Scale

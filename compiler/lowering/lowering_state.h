@@ -208,6 +208,8 @@ class Lowering {
   void backward_convolution(BackwardStep& s);
   void backward_shape(BackwardStep& s);
   void backward_routing(BackwardStep& s);
+  // A router z-loss's gradient for a softmax's logits.
+  ir::ValueId z_loss_grad(BackwardStep& s);
   // A load-balancing loss's gradient for a top_k's scores.
   ir::ValueId load_balancing_grad(BackwardStep& s, bool per_sequence);
   [[noreturn]] static void no_forward_lowering(const LogicalOp& lop);

@@ -40,6 +40,27 @@ ir::ValueId Lowering::forward_normalization(const ForwardStep& f) {
   }
 }
 
+ir::ValueId Lowering::z_loss_grad(BackwardStep& s) {
+  using ir::AttrValue;
+  using ir::OpKind;
+  // z_loss · mean over the step's R rows of lse(x)²: the mean of each
+  // micro-batch's rows, averaged over the micro-batches, is the step's, so
+  // d/dx = 2 · z_loss · lse · softmax(x) / R, whatever cuts the rows.
+  // lse = x − log_softmax(x), the same along each row.
+  const int32_t x = s.lop.inputs[0].tensor;
+  const double rows = static_cast<double>(graph.tensors[x].numel()) /
+                      static_cast<double>(graph.tensors[x].dims[static_cast<size_t>(s.lop.axis)].size);
+  const ir::Layout layout = input_layout(s.op, 0);
+  Emit e = s.emit_at(0);
+  ir::ValueId log_probs = append(e, OpKind::LogSoftmax, {s.in(0)}, {AttrValue::integer("dim", s.lop.axis)}, layout);
+  ir::ValueId lse = append(e, OpKind::Sub, {s.in(0), log_probs}, {}, layout);
+  ir::ValueId grad = append(e, OpKind::Mul, {lse, s.y}, {}, layout);
+  grad = append(e, OpKind::Scale, {grad}, {AttrValue::real("factor", 2.0 * s.lop.z_loss / rows)}, layout);
+  // Where the logits are replicated their gradient is partial: one device
+  // adds the term.
+  return box(e, grad, layout, s.grad_layout_of(0));
+}
+
 void Lowering::backward_normalization(BackwardStep& s) {
   using ir::AttrValue;
   using ir::OpKind;
@@ -94,6 +115,7 @@ void Lowering::backward_normalization(BackwardStep& s) {
       if (s.wanted(0)) {
         s.give(0, append(s.emit_at(0), OpKind::SoftmaxGrad, {s.g, s.y}, {AttrValue::integer("dim", s.lop.axis)},
                          s.grad_layout_of(0)));
+        if (s.lop.z_loss > 0) s.give(0, z_loss_grad(s));
       }
       break;
     case ops::OpKind::LayerNorm:

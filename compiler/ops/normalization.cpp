@@ -1,11 +1,17 @@
 // Normalisations: softmax and log-softmax along a dim; layer, RMS and batch
 // norm over a dim, with scale and shift over dims of the input.
+#include <cmath>
+
+#include <fmt/format.h>
+
 #include "compiler/ops/dims_checks.h"
 
 namespace dstc::ops {
 
 DimsResult along_dim_dims(const DimsQuery& q, OpError& error) {
   if (!require_dim(q.inputs[0], given_attr(q.attrs, "dim")->dim, 0, error)) return std::nullopt;
+  if (const AttrValue* z = given_attr(q.attrs, "z_loss"); z && !(z->f >= 0 && std::isfinite(z->f)))
+    return fail(error, fmt::format("z_loss is a router z-loss's coefficient, at least 0, not {}", z->f));
   return check_declared(q.inputs[0], q.declared, error);
 }
 
