@@ -29,15 +29,24 @@ ir::Layout product_layout(const ir::Layout& a, const ir::Layout& b) {
   return out;
 }
 
-ir::Layout stats_layout(const ir::Layout& x) {
-  ir::Layout out;
-  for (ir::Sbp s : x) {
-    if (s.kind == ir::Sbp::Split)
-      out.push_back(s.dim == 1 ? split(0) : kPartial);
-    else
-      out.push_back(s);
+ir::Layout reduced_layout(ir::Layout layout, const std::vector<int64_t>& dims) {
+  for (ir::Sbp& axis : layout) {
+    if (axis.kind != ir::Sbp::Split) continue;
+    const int64_t d = axis.dim;
+    if (std::find(dims.begin(), dims.end(), d) != dims.end()) {
+      axis = kPartial;
+      continue;
+    }
+    axis = split(static_cast<int>(d - std::count_if(dims.begin(), dims.end(), [&](int64_t r) { return r < d; })));
   }
-  return out;
+  return layout;
+}
+
+ir::Layout stats_layout(const ir::Layout& x, int rank) {
+  std::vector<int64_t> dims;
+  for (int d = 0; d < rank; ++d)
+    if (d != 1) dims.push_back(d);
+  return reduced_layout(x, dims);
 }
 
 ir::Layout synced_stats_layout(const ir::Layout& x, const ir::Layout& stats) {

@@ -22,9 +22,12 @@ std::vector<int32_t> dims_input_lacks(const LogicalOp& lop, size_t i);
 // The layout of a product of two values laid out `a` and `b` (a partial
 // factor makes the product partial; otherwise they split alike).
 ir::Layout product_layout(const ir::Layout& a, const ir::Layout& b);
-// Batchnorm's per-channel statistics on each mesh axis, given x's layout:
-// a channel split keeps them split; another split makes them partial sums.
-ir::Layout stats_layout(const ir::Layout& x);
+// `layout` without `dims`, what a reduction over them leaves: a split of
+// one of them becomes a partial sum, a split of another dim is re-indexed.
+ir::Layout reduced_layout(ir::Layout layout, const std::vector<int64_t>& dims);
+// Batchnorm's per-channel statistics on each mesh axis, given x's layout
+// and rank (x reduced over every dim but the channels, dim 1).
+ir::Layout stats_layout(const ir::Layout& x, int rank);
 // The same statistics summed over the axes where x is split along another
 // dim than the channels (what SyncBN all-reduces); partial axes stay.
 ir::Layout synced_stats_layout(const ir::Layout& x, const ir::Layout& stats);

@@ -19,7 +19,7 @@ ir::ValueId Lowering::forward_normalization(const ForwardStep& f) {
       // SyncBN: per-channel sums, all-reduced where the batch (or a spatial
       // dim) is split, normalize with the global statistics.
       ir::Layout x_layout = input_layout(f.op, 0);
-      ir::Layout local = stats_layout(x_layout);
+      ir::Layout local = stats_layout(x_layout, type_of(f.in[0]).rank);
       ir::Layout synced = synced_stats_layout(x_layout, local);
       std::vector<ir::Layout> layouts{local, local};
       std::vector<ir::ValueId> stats = append_multi(f.at, OpKind::BatchNormStats, {&f.in[0], 1}, {}, layouts);
@@ -90,7 +90,7 @@ void Lowering::backward_normalization(BackwardStep& s) {
         // along a non-channel dim; dx needs them summed (SyncBN backward).
         const std::vector<ir::ValueId>& stats = saved_extras(s.op, s.at.micro_batch);
         ir::Layout x_layout = input_layout(s.op, 0);
-        ir::Layout local = stats_layout(dual_layout(x_layout));
+        ir::Layout local = stats_layout(dual_layout(x_layout), type_of(s.in(0)).rank);
         std::vector<AttrValue> attrs{AttrValue::integer("count", batchnorm_count(*this, s.op)),
                                      AttrValue::real("eps", s.lop.eps)};
         Emit e = s.emit_at(s.wanted(0) ? 0 : 1);

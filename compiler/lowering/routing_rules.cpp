@@ -69,20 +69,6 @@ std::vector<int64_t> balance_dims(const LogicalOp& lop, int rank, bool per_seque
   return dims;
 }
 
-// `layout` without `dims`: a split of one of them becomes a partial sum.
-ir::Layout reduced_layout(ir::Layout layout, const std::vector<int64_t>& dims) {
-  for (ir::Sbp& axis : layout) {
-    if (axis.kind != ir::Sbp::Split) continue;
-    const int64_t d = axis.dim;
-    if (std::find(dims.begin(), dims.end(), d) != dims.end()) {
-      axis = kPartial;
-      continue;
-    }
-    axis = split(static_cast<int>(d - std::count_if(dims.begin(), dims.end(), [&](int64_t r) { return r < d; })));
-  }
-  return layout;
-}
-
 }  // namespace
 
 void Lowering::save_routed_counts(const ForwardStep& f, ir::ValueId gates) {
