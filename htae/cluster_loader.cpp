@@ -23,6 +23,8 @@ constexpr PhysicalRange kLaunchOverhead{0, false, 1e-2, "s"};
 constexpr PhysicalRange kPeakFlops{1e9, false, 1e18, "FLOP/s"};
 // The largest GPUs have under 200 SMs (B200: 148); 1024 leaves room.
 constexpr int64_t kMaxSms = 1024;
+// NCCL's MAXCHANNELS (32 until 2.24, 64 since 2.25).
+constexpr int64_t kMaxNcclChannels = 64;
 constexpr int64_t kMaxMemoryBytes = int64_t{1} << 50;  // 1 PiB per GPU
 
 class ClusterLoader {
@@ -135,6 +137,8 @@ class ClusterLoader {
     runtime.collective_sms = r.integer("collective_sms", false, 0, kMaxSms).value_or(runtime.collective_sms);
     runtime.intra_node_collective_sms =
         r.integer("intra_node_collective_sms", false, 0, kMaxSms).value_or(runtime.intra_node_collective_sms);
+    runtime.max_p2p_channels =
+        r.integer("max_p2p_channels", false, 1, kMaxNcclChannels).value_or(runtime.max_p2p_channels);
     runtime.prefetch_gathers = r.integer("prefetch_gathers", false, 0).value_or(runtime.prefetch_gathers);
     if (const toml::table* eff = r.table("collective_efficiency", false)) {
       TableReader e(*eff, "runtime.collective_efficiency", toml_.file, sources_, diags_);

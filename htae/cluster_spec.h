@@ -90,6 +90,9 @@ struct RuntimeSpec {
   // (docs/simulator.md, "Comp-comm overlap"). NCCL's counts on DGX H100s.
   int64_t collective_sms = 16;
   int64_t intra_node_collective_sms = 24;
+  // NCCL_MAX_P2P_NCHANNELS: the most channels NCCL's point-to-point
+  // operations (an all-to-all's sends) use, whose buffers it holds per peer.
+  int64_t max_p2p_channels = 64;
   // How many parameter all-gathers (ZeRO-3, FSDP: a parameter shard, or its
   // low-precision copy, gathered on the feature stream) a device runs ahead
   // of their use: gather n waits until computation reaches the first use of

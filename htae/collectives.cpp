@@ -259,19 +259,6 @@ double alpha_beta_time(CollectiveKind kind, int64_t p, double bytes, double alph
   return static_cast<double>(ring_steps(kind, p)) * alpha + bytes * bus_bandwidth_factor(kind, p) / bus_bandwidth;
 }
 
-int64_t deepep_buffer_bytes(int64_t group, int64_t hidden_bytes) {
-  constexpr int64_t kChannels = 10, kWorkspace = 32LL << 20;
-  auto align128 = [](int64_t x) { return (x + 127) / 128 * 128; };
-  const int64_t nvl_ranks = std::min<int64_t>(group, 8), nodes = std::max<int64_t>((group + 7) / 8, 1);
-  // Receive slots per channel: Megatron's DeepEP configs by group size
-  // (the hybrid-ep branch Megatron-Core's images install).
-  const int64_t nvl_slots = group <= 8 ? 256 : group <= 64 ? 288 : group <= 128 ? 560 : 720;
-  const int64_t rdma_slots = group == 16 || group == 64 ? 140 : group >= 128 ? 132 : 128;
-  int64_t bytes = align128(kChannels * nvl_ranks * (4 * (2 * nodes + 3) + nvl_slots * (hidden_bytes + 2056)));
-  if (group > 8) bytes += align128(kChannels * nodes * (144 + 2 * rdma_slots * (hidden_bytes + 2072)));
-  return bytes + kWorkspace;
-}
-
 CollectivePlan deduplicated_all_to_all(const Topology& topology, std::span<const int64_t> group, double bytes,
                                        int64_t copies, int64_t experts, ExpertGroups groups) {
   CollectivePlan plan{CollectiveKind::AllToAll, CollectiveAlgorithm::Direct, {}};

@@ -85,22 +85,6 @@ struct ExpertGroups {
 CollectivePlan deduplicated_all_to_all(const Topology& topology, std::span<const int64_t> group, double bytes,
                                        int64_t copies, int64_t experts, ExpertGroups groups = {});
 
-// The GPU memory DeepEP's normal kernels hold on each rank for the run, as
-// Megatron-Core's `get_buffer` sizes them for a group of `group` ranks (8
-// per node) and tokens of `hidden_bytes` (at least bf16's): per channel
-// (10, of its 20 SMs) ring queues of fixed token slots over NVLink, and
-// over RDMA across nodes, each slot with room for 128 top-k entries and
-// scales; plus a 32 MiB workspace (DeepEP's csrc/config.hpp; numbers in
-// docs/research/deepep-buffers-and-sms.md).
-int64_t deepep_buffer_bytes(int64_t group, int64_t hidden_bytes);
-// The group sizes DeepEP has kernel configs for in Megatron-Core's
-// hybrid-ep build (its config map asserts on any other).
-inline constexpr std::array<int64_t, 10> kDeepepGroups = {2, 4, 8, 16, 24, 32, 64, 128, 144, 160};
-// The SMs DeepEP's dispatch and combine kernels occupy: Megatron-Core's
-// default `moe_flex_dispatcher_num_sms` (DeepEP's `Buffer.num_sms`), the 20
-// of DeepSeek-V3's report.
-inline constexpr int64_t kDeepepSms = 20;
-
 // Closed-form time of a plan: per phase, the largest transfer latency
 // plus, with `contention`, the most loaded link's bytes over its capacity
 // (exact when a phase's transfers all drain together, as in a ring), or

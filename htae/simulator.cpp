@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "htae/comm_buffers.h"
 #include "htae/comm_layout.h"
 #include "htae/device_classes.h"
 #include "htae/flow_engine.h"
@@ -35,12 +36,6 @@ std::optional<ExecutorKind> parse_executor(std::string_view name) {
 }
 
 namespace {
-
-// DeepEP's deduplicated expert exchange (moe_dispatcher = deepep): an
-// all_to_all that sends each token once per node (`copies`).
-bool is_deepep_exchange(const ir::Module& m, const ir::Function& f, const ir::Op& op) {
-  return op.kind == ir::OpKind::AllToAll && ir::AttrReader(m, f, op).integer("copies") >= 1;
-}
 
 // Communication whose kernels take SMs from the compute they overlap:
 // gradient collectives and all-to-alls (the experts', which a schedule can
@@ -343,18 +338,10 @@ void Executor::prepare() {
       memory_.alloc(c, bytes, 0, kind_[a.value]);
     }
   }
-  // DeepEP's buffers (the experts' exchange under moe_dispatcher = deepep),
-  // allocated once per process and sized for its largest group and token.
-  std::vector<int64_t> deepep(classes_.count(), 0);
-  for (const ir::Op& op : f_.ops) {
-    if (!is_deepep_exchange(m_, f_, op)) continue;
-    const ir::TensorType& tokens = m_.value_type(f_, f_.operands(op)[0]);
-    const int64_t hidden = tokens.dim(tokens.rank - 1) * std::max<int64_t>(ir::dtype_bytes(tokens.dtype), 2);
-    const int64_t bytes = deepep_buffer_bytes(ir::group_size(m_, op), hidden);
-    for (uint32_t c : classes_.in_set(op.devices)) deepep[c] = std::max(deepep[c], bytes);
-  }
-  for (uint32_t c = 0; c < deepep.size(); ++c)
-    if (deepep[c] > 0) memory_.alloc(c, deepep[c], 0, MemoryKind::CommBuffers);
+  // What DeepEP and NCCL's all-to-alls hold for the whole run.
+  std::vector<int64_t> comm_buffers = comm_buffer_bytes(m_, f_, classes_, topology_, cluster_);
+  for (uint32_t c = 0; c < comm_buffers.size(); ++c)
+    if (comm_buffers[c] > 0) memory_.alloc(c, comm_buffers[c], 0, MemoryKind::CommBuffers);
   // An optimizer updates the parameters and states it is given in place
   // (torch.optim, Megatron's optimizer): each result takes the memory of
   // the first argument operand of its type not yet taken.

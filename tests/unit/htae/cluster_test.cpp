@@ -72,6 +72,27 @@ TEST(Cluster, NegativePrefetchGathersIsAnError) {
   EXPECT_EQ(diags.location(diags.diagnostics()[0].range), "c.toml:15:20");
 }
 
+// NCCL_MAX_P2P_NCHANNELS: 64 (MAXCHANNELS) unless given; 1 to 64.
+TEST(Cluster, MaxP2pChannelsDefaultsToNcclsMaximumAndIsBounded) {
+  for (auto [runtime, expected] : {std::pair{"", 64}, std::pair{"max_p2p_channels = 8\n", 8}}) {
+    SourceManager sources;
+    sources.add("c.toml", std::string(kSmallCluster) + runtime);
+    DiagnosticEngine diags(sources);
+    std::optional<ClusterSpec> spec = load_cluster(sources, diags, "c.toml");
+    ASSERT_TRUE(spec) << runtime;
+    EXPECT_EQ(spec->runtime.max_p2p_channels, expected) << runtime;
+  }
+  for (const char* bad : {"max_p2p_channels = 0\n", "max_p2p_channels = 65\n"}) {
+    SourceManager sources;
+    sources.add("c.toml", std::string(kSmallCluster) + bad);
+    DiagnosticEngine diags(sources);
+    EXPECT_FALSE(load_cluster(sources, diags, "c.toml")) << bad;
+    ASSERT_EQ(diags.diagnostics().size(), 1u) << bad;
+    EXPECT_EQ(diags.diagnostics()[0].kind.name, "config-bad-value");
+    EXPECT_EQ(diags.location(diags.diagnostics()[0].range), "c.toml:15:20");
+  }
+}
+
 TEST(Topology, NvswitchRouteIsTwoLinksThroughTheSwitch) {
   Topology topo(load_preset("dgx-a100.toml"));
   std::vector<LinkId> route = topo.route(0, 7);

@@ -293,19 +293,5 @@ TEST(Collectives, ConcurrentGroupsShareTheSocketLink) {
   EXPECT_NEAR(1e9 / topo.route_bandwidth(0, 4), 1e9 / 15.75e9, 1e-12);
 }
 
-// DeepEP's buffers as Megatron-Core sizes them (worked in
-// docs/research/deepep-buffers-and-sms.md): DeepSeek-V3's hidden 7168 in
-// bf16 over 64 ranks on 8 nodes holds 360.2 MiB over NVLink, 350.5 MiB for
-// RDMA and the 32 MiB workspace; hidden 4096 within one node, 200.2 MiB
-// and the workspace.
-TEST(Collectives, DeepEpBuffersAreFixedQueuesPerChannel) {
-  EXPECT_EQ(deepep_buffer_bytes(64, 2 * 7168), 377677824 + 367550720 + (32LL << 20));
-  EXPECT_EQ(deepep_buffer_bytes(8, 2 * 4096), 209880704 + (32LL << 20));
-  EXPECT_NEAR(static_cast<double>(deepep_buffer_bytes(64, 2 * 7168)) / (1 << 20), 742.7, 0.1);
-  // 16 nodes: 560 NVLink slots and 132 RDMA ones a channel, 700.4 and
-  // 661.0 MiB (docs/research/deepep-buffers-and-sms.md).
-  EXPECT_EQ(deepep_buffer_bytes(128, 2 * 7168), 734372864 + 693096960 + (32LL << 20));
-}
-
 }  // namespace
 }  // namespace dstc::htae

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "htae/collectives.h"
+#include "htae/comm_buffers.h"
 #include "htae/report.h"
 #include "ir/parser.h"
 #include "ir/verifier.h"
@@ -226,6 +227,19 @@ TEST(Simulator, ExpertAllToAllsTakeNcclOrDeepepSmsFromConcurrentCompute) {
     ASSERT_LT(t, 1 * kMs);
     EXPECT_NEAR(overlapped.report->step_time_s, t + (1 * kMs - t * (40.0 - sms) / 40), 1e-12);
   }
+}
+
+// Both exchanges hold their library's buffers from the start: NCCL's p2p
+// connections to the one peer (two channels: the test GPU's 10 GB/s is
+// under one NVLink lane) or DeepEP's queues.
+TEST(Simulator, AllToAllsHoldTheirLibrarysBuffersForTheRun) {
+  const size_t comm = static_cast<size_t>(MemoryKind::CommBuffers);
+  Outcome nccl = simulate_text(compute_beside_all_to_all(0), test_cluster(1, 2, int64_t{16} << 30));
+  Outcome deepep = simulate_text(compute_beside_all_to_all(1), test_cluster(1, 2, int64_t{16} << 30));
+  ASSERT_TRUE(nccl.report) << nccl.errors;
+  ASSERT_TRUE(deepep.report) << deepep.errors;
+  EXPECT_EQ(nccl.report->memory_at_peak[comm], 2 * (int64_t{12} << 20));
+  EXPECT_EQ(deepep.report->memory_at_peak[comm], deepep_buffer_bytes(2, 100000 * 4));
 }
 
 TEST(Simulator, ProgramOrderExecutorSerializesStreams) {

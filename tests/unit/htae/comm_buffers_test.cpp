@@ -1,0 +1,88 @@
+#include "htae/comm_buffers.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "tests/unit/htae/preset_cluster.h"
+
+namespace dstc::htae {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+std::vector<int64_t> iota(int64_t n, int64_t from = 0) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  std::iota(v.begin(), v.end(), from);
+  return v;
+}
+
+// Expert parallelism over one DGX H100: NCCL's communicator has 24
+// channels, 32 once a power of two; an NVLink peer asks for two per lane
+// (18 lanes), so each of the 7 peers gets 32 channels of 12 MiB (10 MiB of
+// receive slots, 2 MiB of send control): 2688 MiB, where NVIDIA/nccl#1685
+// measured 3.28 GB after the first all_to_all_single.
+TEST(CommBuffers, NcclAllToAllInOneNodeHoldsTwelveMibPerPeerChannel) {
+  ClusterSpec cluster = testing::preset_cluster("dgx-h100.toml");
+  Topology topology(cluster);
+  NcclP2pBuffers b = nccl_p2p_buffers(topology, cluster, iota(8), 3);
+  EXPECT_EQ(b.channels_per_peer, 32);
+  EXPECT_EQ(b.nvlink_peers, 7);
+  EXPECT_EQ(b.network_pools, 0);
+  EXPECT_EQ(b.bytes, 7 * 32 * 12 * kMiB);
+  // One peer costs as many channels.
+  EXPECT_EQ(nccl_p2p_buffers(topology, cluster, iota(2), 0).bytes, 32 * 12 * kMiB);
+}
+
+// H800's 8 NVLink lanes give 16 channels a peer (as its NCCL logs show);
+// NCCL_MAX_P2P_NCHANNELS caps the communicator's.
+TEST(CommBuffers, NvlinkLanesAndTheChannelCapBoundChannelsPerPeer) {
+  ClusterSpec h800 = testing::preset_cluster("dgx-h100.toml");
+  h800.intra_node.gpu_bandwidth = 200e9;
+  EXPECT_EQ(nccl_p2p_buffers(Topology(h800), h800, iota(8), 0).channels_per_peer, 16);
+  ClusterSpec capped = testing::preset_cluster("dgx-h100.toml");
+  capped.runtime.max_p2p_channels = 4;
+  NcclP2pBuffers b = nccl_p2p_buffers(Topology(capped), capped, iota(8), 0);
+  EXPECT_EQ(b.channels_per_peer, 4);
+  EXPECT_EQ(b.bytes, 7 * 4 * 12 * kMiB);
+}
+
+// Over 8 nodes (64 ranks) a network peer gets one channel (two would put
+// over 4 operations on each of the communicator's 16), and so does every
+// peer: the NVLink ones hold 7 x 12 MiB. Through PXN a rank's proxy sends
+// for all 8 local members to its rail and receives its own: 9 pools of 16
+// channels x 16 steps x 128 KiB.
+TEST(CommBuffers, AcrossNodesPeersShareOneChannelAndTheProxyPools) {
+  ClusterSpec cluster = testing::preset_cluster("dgx-h100.toml", {.nodes = 8});
+  Topology topology(cluster);
+  NcclP2pBuffers b = nccl_p2p_buffers(topology, cluster, iota(64), 9);
+  EXPECT_EQ(b.channels_per_peer, 1);
+  EXPECT_EQ(b.nvlink_peers, 7);
+  EXPECT_EQ(b.network_pools, 9);
+  EXPECT_EQ(b.bytes, 7 * 12 * kMiB + 9 * 32 * kMiB);
+  // Two ranks on one rail of two nodes: two channels, no PXN, a send and
+  // a receive pool.
+  const std::vector<int64_t> pair{2, 10};
+  NcclP2pBuffers p = nccl_p2p_buffers(topology, cluster, pair, 2);
+  EXPECT_EQ(p.channels_per_peer, 2);
+  EXPECT_EQ(p.nvlink_peers, 0);
+  EXPECT_EQ(p.network_pools, 2);
+  EXPECT_EQ(p.bytes, 2 * 32 * kMiB);
+}
+
+// DeepEP's buffers as Megatron-Core sizes them (worked in
+// docs/research/deepep-buffers-and-sms.md): DeepSeek-V3's hidden 7168 in
+// bf16 over 64 ranks on 8 nodes holds 360.2 MiB over NVLink, 350.5 MiB for
+// RDMA and the 32 MiB workspace; hidden 4096 within one node, 200.2 MiB
+// and the workspace.
+TEST(CommBuffers, DeepEpBuffersAreFixedQueuesPerChannel) {
+  EXPECT_EQ(deepep_buffer_bytes(64, 2 * 7168), 377677824 + 367550720 + (32LL << 20));
+  EXPECT_EQ(deepep_buffer_bytes(8, 2 * 4096), 209880704 + (32LL << 20));
+  EXPECT_NEAR(static_cast<double>(deepep_buffer_bytes(64, 2 * 7168)) / (1 << 20), 742.7, 0.1);
+  // 16 nodes: 560 NVLink slots and 132 RDMA ones a channel, 700.4 and
+  // 661.0 MiB (docs/research/deepep-buffers-and-sms.md).
+  EXPECT_EQ(deepep_buffer_bytes(128, 2 * 7168), 734372864 + 693096960 + (32LL << 20));
+}
+
+}  // namespace
+}  // namespace dstc::htae
