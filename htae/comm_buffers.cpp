@@ -29,9 +29,10 @@ constexpr int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * t
 // One channel's P2P-transport buffers towards one NVLink peer (src/transport/
 // p2p.cc): the receiver holds LL, LL128 and Simple slots, the sender its
 // control block, each rounded to the IPC granule. With P2P read the Simple
-// slots move to the sender; the sum stays 12 MiB.
-constexpr int64_t kNvlinkChannelBytes =
-    round_up(kControlBytes + kLlBytes + kLl128Bytes + kSimpleBytes, kIpcGranule) + round_up(kControlBytes, kIpcGranule);
+// slots move to the sender (6 and 6 MiB); NVIDIA/nccl#1685's H100s
+// allocated 10 and 2.
+constexpr int64_t kNvlinkReceiveBytes = round_up(kControlBytes + kLlBytes + kLl128Bytes + kSimpleBytes, kIpcGranule);
+constexpr int64_t kNvlinkSendBytes = round_up(kControlBytes, kIpcGranule);
 
 // A network proxy's shared pool (src/transport/net.cc): NCCL_SHARED_STEPS
 // chunks of NCCL_P2P_NET_CHUNKSIZE per p2p channel.
@@ -68,97 +69,161 @@ int64_t deepep_buffer_bytes(int64_t group, int64_t hidden_bytes) {
   return bytes + kWorkspace;
 }
 
-NcclP2pBuffers nccl_p2p_buffers(const Topology& topology, const ClusterSpec& cluster, std::span<const int64_t> group,
-                                int64_t rank) {
+NcclP2pBuffers nccl_p2p_buffers(const Topology& topology, const ClusterSpec& cluster, std::span<const int64_t> members,
+                                std::span<const std::pair<int64_t, int64_t>> sends, int64_t device) {
   NcclP2pBuffers out;
-  const int64_t node = topology.node_of(rank);
-  const int local = topology.local_of(rank);
+  const int64_t node = topology.node_of(device);
+  const int local = topology.local_of(device);
   const bool spans_nodes =
-      std::any_of(group.begin(), group.end(), [&](int64_t d) { return topology.node_of(d) != node; });
+      std::any_of(members.begin(), members.end(), [&](int64_t d) { return topology.node_of(d) != node; });
   // The communicator's channels: one per SM its collectives hold
   // (RuntimeSpec), capped by NCCL_MAX_P2P_NCHANNELS.
   const int channels = static_cast<int>(
       std::clamp<int64_t>(spans_nodes ? cluster.runtime.collective_sms : cluster.runtime.intra_node_collective_sms, 1,
                           cluster.runtime.max_p2p_channels));
-  const auto ranks = static_cast<int64_t>(group.size());
-  // Channels per peer: the fewest any peer asks for (ncclTopoComputeP2pChannels).
+  const auto ranks = static_cast<int64_t>(members.size());
+  // Channels per peer: the fewest any member asks for, whether or not it
+  // is sent to (ncclTopoComputeP2pChannels).
   int fewest = channels;
-  std::vector<int> local_members;
+  int64_t local_members = 0;
   bool all_nvlink = true;
-  int64_t remote_peers = 0;
-  for (int64_t peer : group) {
-    if (topology.node_of(peer) == node) local_members.push_back(topology.local_of(peer));
-    if (peer == rank) continue;
+  for (int64_t peer : members) {
+    if (topology.node_of(peer) == node) ++local_members;
+    if (peer == device) continue;
     int asked;
     if (topology.node_of(peer) == node) {
       const bool nvlink = topology.nvlink_between(local, topology.local_of(peer));
       all_nvlink = all_nvlink && nvlink;
-      const double lanes = std::round(topology.route_bandwidth(rank, peer) / kNvlinkLaneBandwidth);
+      const double lanes = std::round(topology.route_bandwidth(device, peer) / kNvlinkLaneBandwidth);
       asked = nvlink ? 2 * std::max(1, static_cast<int>(lanes)) : 2;
-      if (nvlink) ++out.nvlink_peers;
     } else {
       // Two per network peer, halved while the peers would overload the
       // channels (at most 4 operations per channel); one NIC's worth.
       int per_net_peer = 2;
       while (per_net_peer * ranks > int64_t{channels} * 4 && per_net_peer > 1) per_net_peer /= 2;
       asked = per_net_peer;
-      ++remote_peers;
     }
     fewest = std::min(fewest, asked);
   }
   const int p2p_channels = pow2_up(channels);
   out.channels_per_peer = std::min(pow2_up(fewest), p2p_channels);
-  out.bytes = out.nvlink_peers * out.channels_per_peer * kNvlinkChannelBytes;
-  // Network peers share the proxy's pools, in GPU memory where the NIC
-  // reaches it directly (GPUDirect RDMA: a NIC per GPU). With PXN a rank's
-  // proxy also sends for each local member that has a remote peer on its
-  // rail; it receives only its own.
-  if (remote_peers > 0 && topology.nic_per_gpu()) {
-    const bool pxn = all_nvlink && local_members.size() > 1;
-    int64_t send_pools = 1;
-    if (pxn) {
-      const bool rail_peer = std::any_of(group.begin(), group.end(), [&](int64_t d) {
-        return topology.node_of(d) != node && topology.local_of(d) == local;
-      });
-      send_pools = rail_peer ? static_cast<int64_t>(local_members.size()) : 0;
+  // A send leaves the node through its proxy: with PXN (every local GPU
+  // on NVLink, a NIC each) the local GPU on the receiver's rail, else
+  // the sender's own. The proxy holds a send pool per sender it serves;
+  // a receiver holds one receive pool.
+  const bool pxn = topology.nic_per_gpu() && all_nvlink && local_members > 1;
+  std::set<int64_t> served;
+  bool receives_remote = false;
+  for (const auto& [from, to] : sends) {
+    if (topology.node_of(from) == topology.node_of(to)) {
+      if (from != device && to != device) continue;
+      // GPUs without NVLink between them connect through host memory (SHM).
+      if (!topology.nvlink_between(local, topology.local_of(from == device ? to : from))) continue;
+      out.bytes += out.channels_per_peer * (from == device ? kNvlinkSendBytes : kNvlinkReceiveBytes);
+      ++out.nvlink_connections;
+    } else {
+      if (to == device) receives_remote = true;
+      if (topology.node_of(from) == node && (pxn ? topology.local_of(to) : topology.local_of(from)) == local)
+        served.insert(from);
     }
-    out.network_pools = send_pools + 1;
+  }
+  // The pools are GPU memory where the NIC reaches it directly (GPUDirect
+  // RDMA: a NIC per GPU), host memory otherwise.
+  if (topology.nic_per_gpu()) {
+    out.network_pools = static_cast<int64_t>(served.size()) + (receives_remote ? 1 : 0);
     out.bytes += out.network_pools * p2p_channels * kSharedSteps * kNetChunkBytes;
   }
   return out;
 }
 
+std::vector<std::pair<int64_t, int64_t>> all_to_all_sends(std::span<const int64_t> members) {
+  std::vector<std::pair<int64_t, int64_t>> sends;
+  for (int64_t from : members)
+    for (int64_t to : members)
+      if (from != to) sends.emplace_back(from, to);
+  return sends;
+}
+
+namespace {
+
+// A communicator's ranks, ascending, and the sends it carries.
+using Communicators = std::map<std::vector<ir::Rank>, std::set<std::pair<ir::Rank, ir::Rank>>>;
+
+// The ranks that agree with `r` on every mesh axis outside `axes`.
+std::vector<ir::Rank> ranks_along(const ir::Mesh& mesh, ir::Rank r, uint32_t axes) {
+  std::vector<ir::Rank> group;
+  for (ir::Rank x = 0; x < mesh.size(); ++x) {
+    bool same = true;
+    for (int a = 0; a < mesh.axis_count() && same; ++a)
+      same = (axes & (1u << a)) || mesh.coord(x, a) == mesh.coord(r, a);
+    if (same) group.push_back(x);
+  }
+  return group;
+}
+
+// Every NCCL all-to-all's group and every send's communicator, with
+// their sends.
+Communicators p2p_communicators(const ir::Module& m, const ir::Function& f) {
+  Communicators out;
+  const ir::Mesh& mesh = m.mesh();
+  std::set<std::tuple<ir::DeviceSetId, uint16_t, uint32_t>> exchanges;
+  std::set<std::pair<ir::DeviceSetId, uint32_t>> channels;
+  std::map<std::vector<int32_t>, std::vector<ir::Rank>> along;  // (axes, coordinates outside them) -> ranks
+  for (const ir::Op& op : f.ops) {
+    if (op.kind == ir::OpKind::AllToAll && !is_deepep_exchange(m, f, op) &&
+        exchanges.emplace(op.devices, op.group_axes, op.aux).second) {
+      for (std::vector<ir::Rank> group : ir::groups_of(m, op)) {
+        std::sort(group.begin(), group.end());
+        if (group.size() < 2) continue;
+        auto& sends = out[group];
+        for (ir::Rank from : group)
+          for (ir::Rank to : group)
+            if (from != to) sends.emplace(from, to);
+      }
+    }
+    if (op.kind != ir::OpKind::Send || op.aux == ir::kNone || !channels.emplace(op.devices, op.aux).second) continue;
+    std::span<const ir::Rank> senders = m.members(op.devices), receivers = m.members(op.aux);
+    for (size_t k = 0; k < std::min(senders.size(), receivers.size()); ++k) {
+      const ir::Rank from = senders[k], to = receivers[k];
+      if (from == to) continue;
+      uint32_t axes = 0;
+      for (int a = 0; a < mesh.axis_count(); ++a)
+        if (mesh.coord(from, a) != mesh.coord(to, a)) axes |= 1u << a;
+      std::vector<int32_t> key{static_cast<int32_t>(axes)};
+      for (int a = 0; a < mesh.axis_count(); ++a) key.push_back((axes & (1u << a)) ? -1 : mesh.coord(from, a));
+      auto it = along.find(key);
+      if (it == along.end()) it = along.emplace(key, ranks_along(mesh, from, axes)).first;
+      out[it->second].emplace(from, to);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<int64_t> comm_buffer_bytes(const ir::Module& m, const ir::Function& f, const DeviceClasses& classes,
                                        const Topology& topology, const ClusterSpec& cluster) {
-  std::vector<int64_t> bytes(classes.count(), 0);
   // DeepEP's buffer is allocated once per process, sized for its largest
   // group and token.
-  std::vector<int64_t> deepep(classes.count(), 0);
-  // NCCL all-to-alls, by what decides their groups (device set, axes,
-  // group list): each group is a communicator of its own.
-  std::map<std::tuple<ir::DeviceSetId, uint16_t, uint32_t>, const ir::Op*> all_to_alls;
+  std::vector<int64_t> bytes(classes.count(), 0);
   for (const ir::Op& op : f.ops) {
-    if (op.kind != ir::OpKind::AllToAll) continue;
-    if (!is_deepep_exchange(m, f, op)) {
-      all_to_alls.emplace(std::tuple{op.devices, op.group_axes, op.aux}, &op);
-      continue;
-    }
+    if (!is_deepep_exchange(m, f, op)) continue;
     const ir::TensorType& tokens = m.value_type(f, f.operands(op)[0]);
     const int64_t hidden = tokens.dim(tokens.rank - 1) * std::max<int64_t>(ir::dtype_bytes(tokens.dtype), 2);
     const int64_t size = deepep_buffer_bytes(ir::group_size(m, op), hidden);
-    for (uint32_t c : classes.in_set(op.devices)) deepep[c] = std::max(deepep[c], size);
+    for (uint32_t c : classes.in_set(op.devices)) bytes[c] = std::max(bytes[c], size);
   }
-  for (uint32_t c = 0; c < classes.count(); ++c) {
-    const ir::Rank rank = classes.members(c).front();
-    std::set<std::vector<ir::Rank>> communicators;
-    for (const auto& [key, op] : all_to_alls) {
-      std::vector<ir::Rank> group = ir::group_of(m, *op, rank);
-      std::sort(group.begin(), group.end());
-      if (group.size() < 2 || !communicators.insert(group).second) continue;
-      const std::vector<int64_t> devices_of_group(group.begin(), group.end());
-      bytes[c] += nccl_p2p_buffers(topology, cluster, devices_of_group, rank).bytes;
+  const ir::Mesh& mesh = m.mesh();
+  for (const auto& [ranks, rank_sends] : p2p_communicators(m, f)) {
+    std::vector<int64_t> members;
+    for (ir::Rank r : ranks) members.push_back(mesh.physical(r));
+    std::vector<std::pair<int64_t, int64_t>> sends;
+    for (const auto& [from, to] : rank_sends) sends.emplace_back(mesh.physical(from), mesh.physical(to));
+    for (uint32_t c = 0; c < classes.count(); ++c) {
+      const ir::Rank rank = classes.members(c).front();
+      if (!std::binary_search(ranks.begin(), ranks.end(), rank)) continue;
+      bytes[c] += nccl_p2p_buffers(topology, cluster, members, sends, mesh.physical(rank)).bytes;
     }
-    bytes[c] += deepep[c];
   }
   return bytes;
 }

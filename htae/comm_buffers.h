@@ -1,12 +1,13 @@
 // The GPU memory communication libraries hold for the whole run, apart from
 // the values a step moves: DeepEP's queues, and the buffers NCCL allocates
-// for the point-to-point connections its all-to-all opens to each peer.
+// for the point-to-point connections that all-to-alls and sends open.
 // Numbers and their sources: docs/research/nccl-p2p-buffers.md.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "htae/cluster_spec.h"
@@ -36,22 +37,30 @@ inline constexpr std::array<int64_t, 10> kDeepepGroups = {2, 4, 8, 16, 24, 32, 6
 // of DeepSeek-V3's report.
 inline constexpr int64_t kDeepepSms = 20;
 
-// NCCL's point-to-point connections of one communicator, as one rank
-// opens them on its first all-to-all (send/recv to every peer, NCCL
-// 2.21-2.28's rules): the channels each peer gets, and the bytes.
+// NCCL's point-to-point connections of one communicator on one rank
+// (NCCL 2.21-2.28's rules): the channels each peer gets, and the bytes.
+// The first send or receive between two ranks connects them on all of
+// those channels, for the communicator's life.
 struct NcclP2pBuffers {
   int channels_per_peer = 0;
-  int64_t nvlink_peers = 0;   // same node, over NVLink: P2P transport buffers
-  int64_t network_pools = 0;  // shared send and receive pools of the network proxy
-  int64_t bytes = 0;          // device memory on this rank
+  int64_t nvlink_connections = 0;  // sends to and receives from NVLink peers
+  int64_t network_pools = 0;       // the network proxy's shared pools held here
+  int64_t bytes = 0;               // device memory on this rank
 };
-// `group`: the communicator's devices; `rank`: one of them.
-NcclP2pBuffers nccl_p2p_buffers(const Topology& topology, const ClusterSpec& cluster, std::span<const int64_t> group,
-                                int64_t rank);
+// `members`: the communicator's devices; `sends`: every (from, to) pair
+// of devices it sends between; `device`: one of the members.
+NcclP2pBuffers nccl_p2p_buffers(const Topology& topology, const ClusterSpec& cluster, std::span<const int64_t> members,
+                                std::span<const std::pair<int64_t, int64_t>> sends, int64_t device);
+// An all-to-all's sends: every ordered pair of distinct members.
+std::vector<std::pair<int64_t, int64_t>> all_to_all_sends(std::span<const int64_t> members);
 
 // Per device class, the bytes communication libraries hold for the run:
 // the largest DeepEP buffer of its exchanges, and NCCL's p2p buffers of
-// each communicator (distinct group) it runs an NCCL all-to-all on.
+// each communicator it sends on: an all-to-all's group (each a
+// communicator of its own, as Megatron-Core's expert group), and for a
+// send or receive (pipeline stages, ring attention) the ranks that agree
+// with both ends on every mesh axis where the two agree (the pipeline's
+// or the context-parallel group).
 std::vector<int64_t> comm_buffer_bytes(const ir::Module& m, const ir::Function& f, const DeviceClasses& classes,
                                        const Topology& topology, const ClusterSpec& cluster);
 

@@ -338,7 +338,7 @@ void Executor::prepare() {
       memory_.alloc(c, bytes, 0, kind_[a.value]);
     }
   }
-  // What DeepEP and NCCL's all-to-alls hold for the whole run.
+  // What DeepEP and NCCL's point-to-point connections hold for the run.
   std::vector<int64_t> comm_buffers = comm_buffer_bytes(m_, f_, classes_, topology_, cluster_);
   for (uint32_t c = 0; c < comm_buffers.size(); ++c)
     if (comm_buffers[c] > 0) memory_.alloc(c, comm_buffers[c], 0, MemoryKind::CommBuffers);

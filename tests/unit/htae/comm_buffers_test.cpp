@@ -17,6 +17,11 @@ std::vector<int64_t> iota(int64_t n, int64_t from = 0) {
   return v;
 }
 
+NcclP2pBuffers all_to_all(const Topology& topology, const ClusterSpec& cluster, const std::vector<int64_t>& members,
+                          int64_t device) {
+  return nccl_p2p_buffers(topology, cluster, members, all_to_all_sends(members), device);
+}
+
 // Expert parallelism over one DGX H100: NCCL's communicator has 24
 // channels, 32 once a power of two; an NVLink peer asks for two per lane
 // (18 lanes), so each of the 7 peers gets 32 channels of 12 MiB (10 MiB of
@@ -25,13 +30,13 @@ std::vector<int64_t> iota(int64_t n, int64_t from = 0) {
 TEST(CommBuffers, NcclAllToAllInOneNodeHoldsTwelveMibPerPeerChannel) {
   ClusterSpec cluster = testing::preset_cluster("dgx-h100.toml");
   Topology topology(cluster);
-  NcclP2pBuffers b = nccl_p2p_buffers(topology, cluster, iota(8), 3);
+  NcclP2pBuffers b = all_to_all(topology, cluster, iota(8), 3);
   EXPECT_EQ(b.channels_per_peer, 32);
-  EXPECT_EQ(b.nvlink_peers, 7);
+  EXPECT_EQ(b.nvlink_connections, 14);
   EXPECT_EQ(b.network_pools, 0);
   EXPECT_EQ(b.bytes, 7 * 32 * 12 * kMiB);
   // One peer costs as many channels.
-  EXPECT_EQ(nccl_p2p_buffers(topology, cluster, iota(2), 0).bytes, 32 * 12 * kMiB);
+  EXPECT_EQ(all_to_all(topology, cluster, iota(2), 0).bytes, 32 * 12 * kMiB);
 }
 
 // H800's 8 NVLink lanes give 16 channels a peer (as its NCCL logs show);
@@ -39,10 +44,10 @@ TEST(CommBuffers, NcclAllToAllInOneNodeHoldsTwelveMibPerPeerChannel) {
 TEST(CommBuffers, NvlinkLanesAndTheChannelCapBoundChannelsPerPeer) {
   ClusterSpec h800 = testing::preset_cluster("dgx-h100.toml");
   h800.intra_node.gpu_bandwidth = 200e9;
-  EXPECT_EQ(nccl_p2p_buffers(Topology(h800), h800, iota(8), 0).channels_per_peer, 16);
+  EXPECT_EQ(all_to_all(Topology(h800), h800, iota(8), 0).channels_per_peer, 16);
   ClusterSpec capped = testing::preset_cluster("dgx-h100.toml");
   capped.runtime.max_p2p_channels = 4;
-  NcclP2pBuffers b = nccl_p2p_buffers(Topology(capped), capped, iota(8), 0);
+  NcclP2pBuffers b = all_to_all(Topology(capped), capped, iota(8), 0);
   EXPECT_EQ(b.channels_per_peer, 4);
   EXPECT_EQ(b.bytes, 7 * 4 * 12 * kMiB);
 }
@@ -55,19 +60,46 @@ TEST(CommBuffers, NvlinkLanesAndTheChannelCapBoundChannelsPerPeer) {
 TEST(CommBuffers, AcrossNodesPeersShareOneChannelAndTheProxyPools) {
   ClusterSpec cluster = testing::preset_cluster("dgx-h100.toml", {.nodes = 8});
   Topology topology(cluster);
-  NcclP2pBuffers b = nccl_p2p_buffers(topology, cluster, iota(64), 9);
+  NcclP2pBuffers b = all_to_all(topology, cluster, iota(64), 9);
   EXPECT_EQ(b.channels_per_peer, 1);
-  EXPECT_EQ(b.nvlink_peers, 7);
+  EXPECT_EQ(b.nvlink_connections, 14);
   EXPECT_EQ(b.network_pools, 9);
   EXPECT_EQ(b.bytes, 7 * 12 * kMiB + 9 * 32 * kMiB);
   // Two ranks on one rail of two nodes: two channels, no PXN, a send and
   // a receive pool.
   const std::vector<int64_t> pair{2, 10};
-  NcclP2pBuffers p = nccl_p2p_buffers(topology, cluster, pair, 2);
+  NcclP2pBuffers p = all_to_all(topology, cluster, pair, 2);
   EXPECT_EQ(p.channels_per_peer, 2);
-  EXPECT_EQ(p.nvlink_peers, 0);
+  EXPECT_EQ(p.nvlink_connections, 0);
   EXPECT_EQ(p.network_pools, 2);
   EXPECT_EQ(p.bytes, 2 * 32 * kMiB);
+}
+
+// A pipeline of 4 stages in one node (ranks 0-3): a middle stage sends
+// to and receives from both neighbours, 32 channels each way at 2 MiB
+// sent and 10 MiB received; the first stage has one neighbour. Across two
+// nodes on one rail, stage 0 (node 0) sends activations to stage 1 (node
+// 1) and receives its gradients: one send and one receive pool of its own.
+TEST(CommBuffers, PipelineSendsConnectOnlyTheNeighbours) {
+  ClusterSpec cluster = testing::preset_cluster("dgx-h100.toml", {.nodes = 2});
+  Topology topology(cluster);
+  const std::vector<int64_t> stages = iota(4);
+  std::vector<std::pair<int64_t, int64_t>> sends;
+  for (int64_t s = 0; s + 1 < 4; ++s) {
+    sends.emplace_back(s, s + 1);
+    sends.emplace_back(s + 1, s);
+  }
+  NcclP2pBuffers middle = nccl_p2p_buffers(topology, cluster, stages, sends, 1);
+  EXPECT_EQ(middle.channels_per_peer, 32);
+  EXPECT_EQ(middle.nvlink_connections, 4);
+  EXPECT_EQ(middle.bytes, 2 * 32 * 12 * kMiB);
+  EXPECT_EQ(nccl_p2p_buffers(topology, cluster, stages, sends, 0).bytes, 32 * 12 * kMiB);
+  const std::vector<int64_t> rail{3, 11};
+  const std::vector<std::pair<int64_t, int64_t>> both_ways{{3, 11}, {11, 3}};
+  NcclP2pBuffers first = nccl_p2p_buffers(topology, cluster, rail, both_ways, 3);
+  EXPECT_EQ(first.channels_per_peer, 2);
+  EXPECT_EQ(first.network_pools, 2);
+  EXPECT_EQ(first.bytes, 2 * 32 * kMiB);
 }
 
 // DeepEP's buffers as Megatron-Core sizes them (worked in
