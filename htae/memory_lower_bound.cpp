@@ -62,7 +62,8 @@ std::vector<int64_t> saved_for_backward(const ir::Module& module, const ir::Func
 }  // namespace
 
 MemoryLowerBound memory_lower_bound(const ir::Module& module, const ir::Function& f,
-                                    std::span<const int64_t> micro_batches_held) {
+                                    std::span<const int64_t> micro_batches_held,
+                                    std::span<const int64_t> held_for_run) {
   const auto ranks = static_cast<size_t>(module.mesh().size());
   std::vector<int64_t> resident(ranks, 0);
   std::vector<uint8_t> is_arg(f.values.size(), 0);
@@ -103,9 +104,10 @@ MemoryLowerBound memory_lower_bound(const ir::Module& module, const ir::Function
   }
   MemoryLowerBound bound;
   for (size_t r = 0; r < ranks; ++r) {
-    int64_t bytes = resident[r] + std::max(working[r], saved[r]);
+    const int64_t held = r < held_for_run.size() ? held_for_run[r] : 0;
+    int64_t bytes = resident[r] + held + std::max(working[r], saved[r]);
     if (bytes <= bound.bytes && r > 0) continue;
-    bound = {bytes, static_cast<ir::Rank>(r), resident[r], working[r], saved[r]};
+    bound = {bytes, static_cast<ir::Rank>(r), resident[r], held, working[r], saved[r]};
   }
   return bound;
 }

@@ -3,7 +3,7 @@
 // configurations that cannot fit before paying for their simulation.
 //
 // The simulator keeps every argument (parameters, optimizer states, inputs)
-// for the whole step and allocates an op's results when it starts, while its
+// and the communication libraries' buffers for the whole step and allocates an op's results when it starts, while its
 // operands are still held, so each device holds at least its arguments plus,
 // for any one op it runs, that op's operands and results. Training adds the
 // activations a micro-batch saves for its backward: a value a forward
@@ -31,16 +31,20 @@
 namespace dstc::htae {
 
 struct MemoryLowerBound {
-  int64_t bytes = 0;           // the largest over devices of resident + max(working, saved)
+  int64_t bytes = 0;           // the largest over devices of resident + held + max(working, saved)
   ir::Rank rank = 0;           // the device it is on
   int64_t resident_bytes = 0;  // that device's arguments
+  int64_t held_bytes = 0;      // what communication libraries hold on it for the run
   int64_t working_bytes = 0;   // the largest forward op's operands and results on it
   int64_t saved_bytes = 0;     // what the micro-batches held save on it for their backward
 };
 
 // `micro_batches_held[rank]`: how many micro-batches' forward the device
 // runs whole before its first backward op (at least 1; empty: 1 everywhere).
+// `held_for_run[rank]`: bytes communication libraries hold on it for the
+// whole run (comm_buffer_bytes, htae/comm_buffers.h; empty: none).
 MemoryLowerBound memory_lower_bound(const ir::Module& module, const ir::Function& function,
-                                    std::span<const int64_t> micro_batches_held = {});
+                                    std::span<const int64_t> micro_batches_held = {},
+                                    std::span<const int64_t> held_for_run = {});
 
 }  // namespace dstc::htae

@@ -5,7 +5,10 @@
 
 #include "compiler/lowering/lowering.h"
 #include "compiler/strategy/strategy_tree.h"
+#include "htae/comm_buffers.h"
+#include "htae/device_classes.h"
 #include "htae/simulator.h"
+#include "htae/topology.h"
 
 namespace dstc::search {
 
@@ -38,8 +41,13 @@ std::optional<htae::MemoryLowerBound> memory_bound_exceeding(const ir::Module& m
                                                              int32_t pipeline_axis, const htae::ClusterSpec& cluster) {
   const ir::Function* f = htae::find_function(module, {});
   if (!f) return std::nullopt;
+  // NCCL's and DeepEP's buffers, per rank.
+  const htae::DeviceClasses classes(module, *f, true);
+  const std::vector<int64_t> by_class = htae::comm_buffer_bytes(module, *f, classes, htae::Topology(cluster), cluster);
+  std::vector<int64_t> held(static_cast<size_t>(module.mesh().size()), 0);
+  for (size_t r = 0; r < held.size(); ++r) held[r] = by_class[classes.of_rank(static_cast<ir::Rank>(r))];
   htae::MemoryLowerBound bound =
-      htae::memory_lower_bound(module, *f, micro_batches_held(module, resolved, pipeline_axis));
+      htae::memory_lower_bound(module, *f, micro_batches_held(module, resolved, pipeline_axis), held);
   if (bound.bytes <= cluster.gpu.memory_bytes) return std::nullopt;
   return bound;
 }

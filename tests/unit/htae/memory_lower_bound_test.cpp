@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include "htae/comm_buffers.h"
+#include "htae/device_classes.h"
 #include "htae/simulator.h"
+#include "htae/topology.h"
 #include "ir/parser.h"
 
 namespace dstc::htae {
@@ -79,6 +82,27 @@ TEST(MemoryLowerBound, NeverExceedsTheSimulatedPeak) {
   // Rank 1's peak is the bound plus what the backward holds at once:
   // y (64 KiB) is still needed by the input-gradient matmul.
   EXPECT_GT(report->peak_memory_bytes[1], bound.bytes);
+}
+
+// NCCL's connection for the send is held for the run, and the bound that
+// counts it still stays under the peak: rank 1 receives on two channels
+// (the test GPUs' 10 GB/s is under one NVLink lane), 10 MiB each.
+TEST(MemoryLowerBound, CountsTheCommunicationBuffersHeldForTheRun) {
+  Parsed p(kPipeline);
+  ASSERT_TRUE(p.module);
+  const ir::Function& f = p.function();
+  std::optional<SimReport> report = simulate(*p.module, two_gpus(), {}, p.diags);
+  ASSERT_TRUE(report);
+  const DeviceClasses classes(*p.module, f, false);
+  const std::vector<int64_t> by_class = comm_buffer_bytes(*p.module, f, classes, Topology(two_gpus()), two_gpus());
+  std::vector<int64_t> held;
+  for (ir::Rank r = 0; r < 2; ++r) held.push_back(by_class[classes.of_rank(r)]);
+  EXPECT_EQ(held, (std::vector<int64_t>{2 * (int64_t{2} << 20), 2 * (int64_t{10} << 20)}));
+  MemoryLowerBound bound = memory_lower_bound(*p.module, f, {}, held);
+  EXPECT_EQ(bound.rank, 1);
+  EXPECT_EQ(bound.held_bytes, 20 << 20);
+  EXPECT_EQ(bound.bytes, 144 * 1024 + (20 << 20));
+  EXPECT_LE(bound.bytes, report->peak_memory_bytes[1]);
 }
 
 // Training: micro-batch 0 saves a, b and c (16 KiB each, computed from the
