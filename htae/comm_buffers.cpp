@@ -85,16 +85,16 @@ NcclP2pBuffers nccl_p2p_buffers(const Topology& topology, const ClusterSpec& clu
   // Channels per peer: the fewest any member asks for, whether or not it
   // is sent to (ncclTopoComputeP2pChannels).
   int fewest = channels;
-  int64_t local_members = 0;
+  std::vector<int> local_members;  // this node's members, by local index
   bool all_nvlink = true;
   for (int64_t peer : members) {
-    if (topology.node_of(peer) == node) ++local_members;
+    if (topology.node_of(peer) == node) local_members.push_back(topology.local_of(peer));
     if (peer == device) continue;
     int asked;
     if (topology.node_of(peer) == node) {
       const bool nvlink = topology.nvlink_between(local, topology.local_of(peer));
       all_nvlink = all_nvlink && nvlink;
-      const double lanes = std::round(topology.route_bandwidth(device, peer) / kNvlinkLaneBandwidth);
+      const double lanes = std::floor(topology.route_bandwidth(device, peer) / kNvlinkLaneBandwidth + 1e-9);
       asked = nvlink ? 2 * std::max(1, static_cast<int>(lanes)) : 2;
     } else {
       // Two per network peer, halved while the peers would overload the
@@ -108,10 +108,14 @@ NcclP2pBuffers nccl_p2p_buffers(const Topology& topology, const ClusterSpec& clu
   const int p2p_channels = pow2_up(channels);
   out.channels_per_peer = std::min(pow2_up(fewest), p2p_channels);
   // A send leaves the node through its proxy: with PXN (every local GPU
-  // on NVLink, a NIC each) the local GPU on the receiver's rail, else
-  // the sender's own. The proxy holds a send pool per sender it serves;
-  // a receiver holds one receive pool.
-  const bool pxn = topology.nic_per_gpu() && all_nvlink && local_members > 1;
+  // on NVLink, a NIC each) the member of this node on the receiver's rail
+  // where there is one (ncclTopoGetNetDev), else the sender's own. The
+  // proxy holds a send pool per sender it serves; a receiver holds one
+  // receive pool.
+  const bool pxn = topology.nic_per_gpu() && all_nvlink && local_members.size() > 1;
+  auto on_this_node = [&](int local_index) {
+    return std::find(local_members.begin(), local_members.end(), local_index) != local_members.end();
+  };
   std::set<int64_t> served;
   bool receives_remote = false;
   for (const auto& [from, to] : sends) {
@@ -123,31 +127,44 @@ NcclP2pBuffers nccl_p2p_buffers(const Topology& topology, const ClusterSpec& clu
       ++out.nvlink_connections;
     } else {
       if (to == device) receives_remote = true;
-      if (topology.node_of(from) == node && (pxn ? topology.local_of(to) : topology.local_of(from)) == local)
-        served.insert(from);
+      if (topology.node_of(from) != node) continue;
+      const bool relayed = pxn && on_this_node(topology.local_of(to));
+      if ((relayed ? topology.local_of(to) : topology.local_of(from)) == local) served.insert(from);
     }
   }
-  // The pools are GPU memory where the NIC reaches it directly (GPUDirect
-  // RDMA: a NIC per GPU), host memory otherwise.
-  if (topology.nic_per_gpu()) {
+  // The pools are GPU memory where a NIC serves the GPU (GPUDirect RDMA),
+  // host memory otherwise.
+  if (cluster.nic_of_gpu(local) >= 0) {
     out.network_pools = static_cast<int64_t>(served.size()) + (receives_remote ? 1 : 0);
     out.bytes += out.network_pools * p2p_channels * kSharedSteps * kNetChunkBytes;
   }
   return out;
 }
 
-std::vector<std::pair<int64_t, int64_t>> all_to_all_sends(std::span<const int64_t> members) {
+std::vector<std::pair<int64_t, int64_t>> all_to_all_sends(const Topology& topology, std::span<const int64_t> members,
+                                                          int64_t device) {
   std::vector<std::pair<int64_t, int64_t>> sends;
-  for (int64_t from : members)
-    for (int64_t to : members)
-      if (from != to) sends.emplace_back(from, to);
+  const int64_t node = topology.node_of(device);
+  for (int64_t peer : members) {
+    if (peer == device) continue;
+    sends.emplace_back(device, peer);
+    sends.emplace_back(peer, device);
+    if (topology.node_of(peer) != node) continue;
+    for (int64_t remote : members)
+      if (topology.node_of(remote) != node) sends.emplace_back(peer, remote);
+  }
   return sends;
 }
 
 namespace {
 
-// A communicator's ranks, ascending, and the sends it carries.
-using Communicators = std::map<std::vector<ir::Rank>, std::set<std::pair<ir::Rank, ir::Rank>>>;
+// A communicator's point-to-point traffic: every pair of its ranks (an
+// all-to-all's group) or the sends listed.
+struct P2pTraffic {
+  bool all_to_all = false;
+  std::set<std::pair<ir::Rank, ir::Rank>> sends;
+};
+using Communicators = std::map<std::vector<ir::Rank>, P2pTraffic>;  // by ranks, ascending
 
 // The ranks that agree with `r` on every mesh axis outside `axes`.
 std::vector<ir::Rank> ranks_along(const ir::Mesh& mesh, ir::Rank r, uint32_t axes) {
@@ -161,24 +178,46 @@ std::vector<ir::Rank> ranks_along(const ir::Mesh& mesh, ir::Rank r, uint32_t axe
   return group;
 }
 
-// Every NCCL all-to-all's group and every send's communicator, with
-// their sends.
+// Ring attention's exchange (cp_comm_type = p2p): a chunked all_gather
+// attention reads, or a chunked reduce_scatter of its gradient, which
+// Transformer Engine runs as sends to the next rank of the cp group.
+bool is_ring_exchange(const ir::Module& m, const ir::Function& f, const ir::Op& op,
+                      const std::vector<std::vector<ir::OpId>>& readers) {
+  if (op.kind != ir::OpKind::AllGather && op.kind != ir::OpKind::ReduceScatter) return false;
+  if (ir::AttrReader(m, f, op).integer("chunks") < 2) return false;
+  if (op.kind == ir::OpKind::ReduceScatter) {
+    const ir::OpId def = f.values[f.operands(op)[0]].def;
+    return def != ir::kNone && f.ops[def].kind == ir::OpKind::AttentionGrad;
+  }
+  const std::vector<ir::OpId>& r = readers[op.first_result];
+  return std::any_of(r.begin(), r.end(), [&](ir::OpId id) {
+    return f.ops[id].kind == ir::OpKind::Attention || f.ops[id].kind == ir::OpKind::AttentionGrad;
+  });
+}
+
+// Every NCCL all-to-all's group, ring attention's cp group and every
+// send's communicator, with their traffic.
 Communicators p2p_communicators(const ir::Module& m, const ir::Function& f) {
   Communicators out;
   const ir::Mesh& mesh = m.mesh();
-  std::set<std::tuple<ir::DeviceSetId, uint16_t, uint32_t>> exchanges;
+  std::vector<std::vector<ir::OpId>> readers(f.values.size());
+  for (ir::OpId id = 0; id < f.ops.size(); ++id)
+    for (ir::ValueId v : f.operands(f.ops[id])) readers[v].push_back(id);
+  std::set<std::tuple<ir::DeviceSetId, uint16_t, uint32_t>> collectives;
   std::set<std::pair<ir::DeviceSetId, uint32_t>> channels;
   std::map<std::vector<int32_t>, std::vector<ir::Rank>> along;  // (axes, coordinates outside them) -> ranks
   for (const ir::Op& op : f.ops) {
-    if (op.kind == ir::OpKind::AllToAll && !is_deepep_exchange(m, f, op) &&
-        exchanges.emplace(op.devices, op.group_axes, op.aux).second) {
-      for (std::vector<ir::Rank> group : ir::groups_of(m, op)) {
-        std::sort(group.begin(), group.end());
+    const bool exchange = op.kind == ir::OpKind::AllToAll && !is_deepep_exchange(m, f, op);
+    const bool ring = !exchange && is_ring_exchange(m, f, op, readers);
+    if ((exchange || ring) && collectives.emplace(op.devices, op.group_axes, op.aux).second) {
+      for (const std::vector<ir::Rank>& group : ir::groups_of(m, op)) {
         if (group.size() < 2) continue;
-        auto& sends = out[group];
-        for (ir::Rank from : group)
-          for (ir::Rank to : group)
-            if (from != to) sends.emplace(from, to);
+        std::vector<ir::Rank> ranks = group;
+        std::sort(ranks.begin(), ranks.end());
+        P2pTraffic& traffic = out[ranks];
+        traffic.all_to_all = traffic.all_to_all || exchange;
+        if (ring)
+          for (size_t i = 0; i < group.size(); ++i) traffic.sends.emplace(group[i], group[(i + 1) % group.size()]);
       }
     }
     if (op.kind != ir::OpKind::Send || op.aux == ir::kNone || !channels.emplace(op.devices, op.aux).second) continue;
@@ -193,7 +232,7 @@ Communicators p2p_communicators(const ir::Module& m, const ir::Function& f) {
       for (int a = 0; a < mesh.axis_count(); ++a) key.push_back((axes & (1u << a)) ? -1 : mesh.coord(from, a));
       auto it = along.find(key);
       if (it == along.end()) it = along.emplace(key, ranks_along(mesh, from, axes)).first;
-      out[it->second].emplace(from, to);
+      out[it->second].sends.emplace(from, to);
     }
   }
   return out;
@@ -205,25 +244,35 @@ std::vector<int64_t> comm_buffer_bytes(const ir::Module& m, const ir::Function& 
                                        const Topology& topology, const ClusterSpec& cluster) {
   // DeepEP's buffer is allocated once per process, sized for its largest
   // group and token.
-  std::vector<int64_t> bytes(classes.count(), 0);
+  std::vector<int64_t> deepep(classes.count(), 0);
   for (const ir::Op& op : f.ops) {
     if (!is_deepep_exchange(m, f, op)) continue;
     const ir::TensorType& tokens = m.value_type(f, f.operands(op)[0]);
     const int64_t hidden = tokens.dim(tokens.rank - 1) * std::max<int64_t>(ir::dtype_bytes(tokens.dtype), 2);
     const int64_t size = deepep_buffer_bytes(ir::group_size(m, op), hidden);
-    for (uint32_t c : classes.in_set(op.devices)) bytes[c] = std::max(bytes[c], size);
+    for (uint32_t c : classes.in_set(op.devices)) deepep[c] = std::max(deepep[c], size);
   }
+  // NCCL's, per rank: a class's ranks run the same program but may sit
+  // differently in the cluster (a group within a node or across two), so
+  // each is counted and the class holds the most.
   const ir::Mesh& mesh = m.mesh();
-  for (const auto& [ranks, rank_sends] : p2p_communicators(m, f)) {
+  std::vector<int64_t> nccl(static_cast<size_t>(mesh.size()), 0);
+  for (const auto& [ranks, traffic] : p2p_communicators(m, f)) {
     std::vector<int64_t> members;
     for (ir::Rank r : ranks) members.push_back(mesh.physical(r));
-    std::vector<std::pair<int64_t, int64_t>> sends;
-    for (const auto& [from, to] : rank_sends) sends.emplace_back(mesh.physical(from), mesh.physical(to));
-    for (uint32_t c = 0; c < classes.count(); ++c) {
-      const ir::Rank rank = classes.members(c).front();
-      if (!std::binary_search(ranks.begin(), ranks.end(), rank)) continue;
-      bytes[c] += nccl_p2p_buffers(topology, cluster, members, sends, mesh.physical(rank)).bytes;
+    std::vector<std::pair<int64_t, int64_t>> listed;
+    for (const auto& [from, to] : traffic.sends) listed.emplace_back(mesh.physical(from), mesh.physical(to));
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      // An all-to-all already sends between every pair.
+      const std::vector<std::pair<int64_t, int64_t>> sends =
+          traffic.all_to_all ? all_to_all_sends(topology, members, members[i]) : listed;
+      nccl[static_cast<size_t>(ranks[i])] += nccl_p2p_buffers(topology, cluster, members, sends, members[i]).bytes;
     }
+  }
+  std::vector<int64_t> bytes(classes.count(), 0);
+  for (uint32_t c = 0; c < classes.count(); ++c) {
+    for (ir::Rank r : classes.members(c)) bytes[c] = std::max(bytes[c], nccl[static_cast<size_t>(r)]);
+    bytes[c] += deepep[c];
   }
   return bytes;
 }

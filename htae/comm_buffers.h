@@ -47,20 +47,24 @@ struct NcclP2pBuffers {
   int64_t network_pools = 0;       // the network proxy's shared pools held here
   int64_t bytes = 0;               // device memory on this rank
 };
-// `members`: the communicator's devices; `sends`: every (from, to) pair
-// of devices it sends between; `device`: one of the members.
+// `members`: the communicator's devices; `sends`: the (from, to) pairs of
+// devices it sends between (those from or to `device`, and those leaving
+// its node, are what count); `device`: one of the members.
 NcclP2pBuffers nccl_p2p_buffers(const Topology& topology, const ClusterSpec& cluster, std::span<const int64_t> members,
                                 std::span<const std::pair<int64_t, int64_t>> sends, int64_t device);
-// An all-to-all's sends: every ordered pair of distinct members.
-std::vector<std::pair<int64_t, int64_t>> all_to_all_sends(std::span<const int64_t> members);
+// The sends of an all-to-all over `members` that bear on `device`'s
+// buffers: to and from each peer, and from its node's other members to
+// other nodes.
+std::vector<std::pair<int64_t, int64_t>> all_to_all_sends(const Topology& topology, std::span<const int64_t> members,
+                                                          int64_t device);
 
-// Per device class, the bytes communication libraries hold for the run:
-// the largest DeepEP buffer of its exchanges, and NCCL's p2p buffers of
-// each communicator it sends on: an all-to-all's group (each a
-// communicator of its own, as Megatron-Core's expert group), and for a
-// send or receive (pipeline stages, ring attention) the ranks that agree
-// with both ends on every mesh axis where the two agree (the pipeline's
-// or the context-parallel group).
+// Per device class, the bytes communication libraries hold for the run
+// (the most any of its ranks holds): the largest DeepEP buffer of its
+// exchanges, and NCCL's p2p buffers of each communicator it sends on: an
+// all-to-all's group (each a communicator of its own, as Megatron-Core's
+// expert group), ring attention's cp group (each rank sending to the
+// next), and for a pipeline's send the ranks that agree with both ends
+// on every mesh axis where the two agree (the pipeline group).
 std::vector<int64_t> comm_buffer_bytes(const ir::Module& m, const ir::Function& f, const DeviceClasses& classes,
                                        const Topology& topology, const ClusterSpec& cluster);
 

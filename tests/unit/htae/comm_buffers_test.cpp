@@ -4,6 +4,7 @@
 
 #include <numeric>
 
+#include "ir/parser.h"
 #include "tests/unit/htae/preset_cluster.h"
 
 namespace dstc::htae {
@@ -19,7 +20,7 @@ std::vector<int64_t> iota(int64_t n, int64_t from = 0) {
 
 NcclP2pBuffers all_to_all(const Topology& topology, const ClusterSpec& cluster, const std::vector<int64_t>& members,
                           int64_t device) {
-  return nccl_p2p_buffers(topology, cluster, members, all_to_all_sends(members), device);
+  return nccl_p2p_buffers(topology, cluster, members, all_to_all_sends(topology, members, device), device);
 }
 
 // Expert parallelism over one DGX H100: NCCL's communicator has 24
@@ -100,6 +101,45 @@ TEST(CommBuffers, PipelineSendsConnectOnlyTheNeighbours) {
   EXPECT_EQ(first.channels_per_peer, 2);
   EXPECT_EQ(first.network_pools, 2);
   EXPECT_EQ(first.bytes, 2 * 32 * kMiB);
+}
+
+// With PXN a send to another node goes through this node's member on the
+// receiver's rail; members 0 and 1 have none on rails 2 and 3, so each
+// sends through its own NIC: device 0 holds its send pool and its receive
+// pool (2 channels a peer among 4 ranks on 2 nodes: 2 x 2 + 2 x 10 MiB to
+// its NVLink peer, 2 pools of 16 x 2 MiB).
+TEST(CommBuffers, PxnRelaysOnlyThroughMembers) {
+  ClusterSpec cluster = testing::preset_cluster("dgx-h100.toml", {.nodes = 2});
+  Topology topology(cluster);
+  NcclP2pBuffers b = all_to_all(topology, cluster, {0, 1, 10, 11}, 0);
+  EXPECT_EQ(b.channels_per_peer, 2);
+  EXPECT_EQ(b.network_pools, 2);
+  EXPECT_EQ(b.bytes, 24 * kMiB + 64 * kMiB);
+}
+
+// Ranks 0-3 sit on devices 0, 1, 8 and 9 (two nodes), ranks 4-7 on 2-5
+// (one node); both groups run the same program, so they are one class,
+// which holds what its fullest rank holds: 3 NVLink peers x 32 channels x
+// 12 MiB.
+TEST(CommBuffers, AClassHoldsWhatItsFullestRankHolds) {
+  SourceManager sources;
+  DiagnosticEngine diags(sources);
+  std::optional<ir::Module> module =
+      ir::parse_module(sources.add("t.ir", R"(mesh world[a=2, e=4] devices [0, 1, 8, 9, 2, 3, 4, 5]
+func @f {
+  input %t on world : f32[4, 1024] sbp(e=S(0))
+  %s = all_to_all(%t) {split_dim = 0, concat_dim = 0} on world over [e] : f32[4, 1024] sbp(e=S(0))
+  return %s
+}
+)"),
+                       diags);
+  ASSERT_TRUE(module) << diags.error_count();
+  const ir::Function& f = module->functions.front();
+  ClusterSpec cluster = testing::preset_cluster("dgx-h100.toml", {.nodes = 2});
+  const DeviceClasses classes(*module, f, true);
+  ASSERT_EQ(classes.count(), 1u);
+  EXPECT_EQ(comm_buffer_bytes(*module, f, classes, Topology(cluster), cluster),
+            (std::vector<int64_t>{3 * 32 * 12 * kMiB}));
 }
 
 // DeepEP's buffers as Megatron-Core sizes them (worked in
