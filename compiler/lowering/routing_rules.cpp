@@ -46,7 +46,8 @@ ir::ValueId Lowering::forward_routing(const ForwardStep& f) {
       return gates;
     }
     case ops::OpKind::Dispatch: {
-      // The slots dim is never split: every device holds an expert's capacity.
+      // Each device's own slots: an expert's capacity, or its share where
+      // the sequence is split (dropless routing).
       ir::TensorType slots = local_type(f.lop.output, f.out, compute_dtype(f.lop.output));
       return append(f.at, OpKind::Dispatch, {f.in[0], f.in[1]},
                     {AttrValue::integer("capacity", slots.dim(slots.rank - 2))}, f.out);

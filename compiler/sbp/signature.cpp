@@ -240,16 +240,33 @@ std::optional<AxisSignature> signature_for(const LogicalGraph& graph, const Logi
     }
     case ops::SplitRule::RoutesTokens: {
       // dispatch x[.., s, h], gates[.., s, e] -> [.., e, c, h]; combine the
-      // reverse. Slots follow token order along s, so neither s nor the
-      // slots c split; the group dims, e and h split by name (e leaves
-      // combine's output partial: each device sums its experts).
+      // reverse. The group dims, e and h split by name (e leaves combine's
+      // output partial: each device sums its experts). Slots follow token
+      // order along s, so a split of s is a dispatch of each shard of the
+      // tokens into its share of the slots: the same function only where
+      // no token is dropped (capacity c >= s; each shard's c/n slots then
+      // hold its s/n tokens), as Megatron-Core's dispatchers route each
+      // sequence-parallel rank's own tokens. Elsewhere neither splits.
       const std::vector<std::string>& gates = op.inputs[1].dims;
       const bool dispatch = op.type == ops::OpKind::Dispatch;
+      const int32_t routed_tensor = dispatch ? op.output : op.inputs[0].tensor;
       const std::vector<std::string>& routed = dispatch ? op.output_dims : op.inputs[0].dims;
       const std::string& slots = routed[routed.size() - 2];
-      if (dim == gates[gates.size() - 2] || dim == slots) {
-        why_not = fmt::format("{} pairs the slots {} with tokens in order along {}, so it cannot split '{}'", name,
-                              slots, gates[gates.size() - 2], dim);
+      const std::string& tokens = gates[gates.size() - 2];
+      const int64_t capacity = graph.tensors[routed_tensor].dims[routed.size() - 2].size;
+      const int64_t positions = graph.tensors[op.inputs[1].tensor].dims[gates.size() - 2].size;
+      if (dim == tokens && capacity >= positions) {
+        const int slots_at = static_cast<int>(routed.size()) - 2, tokens_at = static_cast<int>(gates.size()) - 2;
+        r = AxisSignature{};
+        r->inputs = {split(dispatch ? axis_of(op.inputs[0].dims, tokens) : slots_at), split(tokens_at)};
+        r->output = split(dispatch ? slots_at : axis_of(op.output_dims, tokens));
+        break;
+      }
+      if (dim == tokens || dim == slots) {
+        why_not = fmt::format(
+            "{} pairs the slots {} with tokens in order along {}, so it cannot split '{}' where it drops tokens "
+            "(capacity {} < {} positions)",
+            name, slots, tokens, dim, capacity, positions);
         return std::nullopt;
       }
       r = split_by_name(op, dim);
