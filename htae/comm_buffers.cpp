@@ -1,6 +1,7 @@
 #include "htae/comm_buffers.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <map>
 #include <set>
@@ -43,12 +44,6 @@ constexpr int64_t kNetChunkBytes = 128 * 1024;
 // lanes (its bandwidth over one lane's) to give an NVLink peer two channels
 // per lane.
 constexpr double kNvlinkLaneBandwidth = 25e9;
-
-int pow2_up(int x) {
-  int p = 1;
-  while (p < x) p *= 2;
-  return p;
-}
 
 }  // namespace
 
@@ -105,8 +100,8 @@ NcclP2pBuffers nccl_p2p_buffers(const Topology& topology, const ClusterSpec& clu
     }
     fewest = std::min(fewest, asked);
   }
-  const int p2p_channels = pow2_up(channels);
-  out.channels_per_peer = std::min(pow2_up(fewest), p2p_channels);
+  const int p2p_channels = static_cast<int>(std::bit_ceil(static_cast<unsigned>(channels)));
+  out.channels_per_peer = std::min(static_cast<int>(std::bit_ceil(static_cast<unsigned>(fewest))), p2p_channels);
   // A send leaves the node through its proxy: with PXN (every local GPU
   // on NVLink, a NIC each) the member of this node on the receiver's rail
   // where there is one (ncclTopoGetNetDev), else the sender's own. The

@@ -50,46 +50,47 @@ const char* kSmallCluster =
     "launch_overhead = 0\n[gpu.peak_flops]\nfp32 = 1e12\n[intra_node]\nkind = \"nvswitch\"\nlatency = 0\n"
     "gpu_bandwidth = 1e11\n[runtime]\n";
 
+// kSmallCluster with these [runtime] lines, loaded.
+struct SmallCluster {
+  explicit SmallCluster(const std::string& runtime) {
+    sources.add("c.toml", std::string(kSmallCluster) + runtime);
+    spec = load_cluster(sources, diags, "c.toml");
+  }
+  SourceManager sources;
+  DiagnosticEngine diags{sources};
+  std::optional<ClusterSpec> spec;
+};
+
 TEST(Cluster, PrefetchGathersDefaultsToTwoAndIsRead) {
   for (auto [runtime, expected] :
        {std::pair{"", 2}, std::pair{"prefetch_gathers = 0\n", 0}, std::pair{"prefetch_gathers = 5\n", 5}}) {
-    SourceManager sources;
-    sources.add("c.toml", std::string(kSmallCluster) + runtime);
-    DiagnosticEngine diags(sources);
-    std::optional<ClusterSpec> spec = load_cluster(sources, diags, "c.toml");
-    ASSERT_TRUE(spec) << runtime;
-    EXPECT_EQ(spec->runtime.prefetch_gathers, expected) << runtime;
+    SmallCluster c(runtime);
+    ASSERT_TRUE(c.spec) << runtime;
+    EXPECT_EQ(c.spec->runtime.prefetch_gathers, expected) << runtime;
   }
 }
 
 TEST(Cluster, NegativePrefetchGathersIsAnError) {
-  SourceManager sources;
-  sources.add("c.toml", std::string(kSmallCluster) + "prefetch_gathers = -1\n");
-  DiagnosticEngine diags(sources);
-  EXPECT_FALSE(load_cluster(sources, diags, "c.toml"));
-  ASSERT_EQ(diags.diagnostics().size(), 1u);
-  EXPECT_EQ(diags.diagnostics()[0].kind.name, "config-bad-value");
-  EXPECT_EQ(diags.location(diags.diagnostics()[0].range), "c.toml:15:20");
+  SmallCluster c("prefetch_gathers = -1\n");
+  EXPECT_FALSE(c.spec);
+  ASSERT_EQ(c.diags.diagnostics().size(), 1u);
+  EXPECT_EQ(c.diags.diagnostics()[0].kind.name, "config-bad-value");
+  EXPECT_EQ(c.diags.location(c.diags.diagnostics()[0].range), "c.toml:15:20");
 }
 
 // NCCL_MAX_P2P_NCHANNELS: 64 (MAXCHANNELS) unless given; 1 to 64.
 TEST(Cluster, MaxP2pChannelsDefaultsToNcclsMaximumAndIsBounded) {
   for (auto [runtime, expected] : {std::pair{"", 64}, std::pair{"max_p2p_channels = 8\n", 8}}) {
-    SourceManager sources;
-    sources.add("c.toml", std::string(kSmallCluster) + runtime);
-    DiagnosticEngine diags(sources);
-    std::optional<ClusterSpec> spec = load_cluster(sources, diags, "c.toml");
-    ASSERT_TRUE(spec) << runtime;
-    EXPECT_EQ(spec->runtime.max_p2p_channels, expected) << runtime;
+    SmallCluster c(runtime);
+    ASSERT_TRUE(c.spec) << runtime;
+    EXPECT_EQ(c.spec->runtime.max_p2p_channels, expected) << runtime;
   }
   for (const char* bad : {"max_p2p_channels = 0\n", "max_p2p_channels = 65\n"}) {
-    SourceManager sources;
-    sources.add("c.toml", std::string(kSmallCluster) + bad);
-    DiagnosticEngine diags(sources);
-    EXPECT_FALSE(load_cluster(sources, diags, "c.toml")) << bad;
-    ASSERT_EQ(diags.diagnostics().size(), 1u) << bad;
-    EXPECT_EQ(diags.diagnostics()[0].kind.name, "config-bad-value");
-    EXPECT_EQ(diags.location(diags.diagnostics()[0].range), "c.toml:15:20");
+    SmallCluster c(bad);
+    EXPECT_FALSE(c.spec) << bad;
+    ASSERT_EQ(c.diags.diagnostics().size(), 1u) << bad;
+    EXPECT_EQ(c.diags.diagnostics()[0].kind.name, "config-bad-value");
+    EXPECT_EQ(c.diags.location(c.diags.diagnostics()[0].range), "c.toml:15:20");
   }
 }
 
