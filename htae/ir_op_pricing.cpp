@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
+
+#include "ir/fp8_scales.h"
 
 namespace dstc::htae {
 namespace {
@@ -111,6 +114,14 @@ OpCostQuery compute_query(const ir::Module& module, const ir::Function& f, const
   q.kind = std::string(ir::op_name(op.kind));
   q.op_class = ir::op_info(op.kind).cost_class;
   q.dtype = op_compute_dtype(module, f, op);
+  if (q.dtype == ComputeDtype::Fp8) {
+    for (ir::ValueId v : f.operands(op)) {
+      if (std::optional<int64_t> block = ir::fp8_scale_block(module, f, v)) {
+        q.fp8_scaling = ir::fp8_scaling(*block);
+        break;
+      }
+    }
+  }
   q.flops = cost.flops;
   q.bytes_read = cost.bytes;
   if (op.result_count == 0) return q;

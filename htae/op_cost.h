@@ -29,6 +29,8 @@ struct OpCostQuery {
   // einsum's batch left out (one of its GEMMs). Others: the output's shape
   // (used only to match profile entries).
   std::vector<int64_t> shape;
+  // An fp8 GEMM: how its operands are scaled, which sets the kernel's rate.
+  ir::Fp8Scaling fp8_scaling = ir::Fp8Scaling::Tensorwise;
 
   double bytes() const { return bytes_read + bytes_written; }
 };

@@ -17,6 +17,15 @@ double OpEstimator::matmul_efficiency(int64_t smallest_dim, ComputeDtype dtype) 
                     static_cast<double>(std::max<int64_t>(smallest_dim, 1)), curves_.matmul_half_dim);
 }
 
+double OpEstimator::fp8_scaling_rate(ir::Fp8Scaling scaling) const {
+  switch (scaling) {
+    case ir::Fp8Scaling::Rowwise: return curves_.fp8_rowwise_rate;
+    case ir::Fp8Scaling::Blockwise: return curves_.fp8_blockwise_rate;
+    case ir::Fp8Scaling::Tensorwise: break;
+  }
+  return 1.0;
+}
+
 double OpEstimator::memory_peak(OpClass op_class) const {
   switch (op_class) {
     case OpClass::Reduction: return curves_.reduction_peak;
@@ -54,6 +63,7 @@ OpCostEstimate OpEstimator::roofline(const OpCostQuery& query) const {
     double rate;
     if (op_class == OpClass::Matmul) {
       rate = matmul_rate(query.dtype, query.shape);
+      if (query.dtype == ComputeDtype::Fp8) rate *= fp8_scaling_rate(query.fp8_scaling);
     } else {
       rate = gpu_.peak(ComputeDtype::Fp32) * curves_.vector_compute;
     }

@@ -25,6 +25,14 @@ struct EfficiencyCurves {
   // H100 and an H200 measured layer-sized fp8 GEMMs 0.90-0.92 as fast as
   // 0.80 predicts where bf16 ran 0.99-1.01 (docs/accuracy.md, "Matmul rates").
   double matmul_peak_fp8 = 0.73;
+  // The rate of an fp8 GEMM whose scales are per row, or per block of
+  // 1x128 (128x128 for a weight), against one scale per tensor (the
+  // profiles' and the 0.73 above): cuBLASLt through torch._scaled_mm on an
+  // H100 and an H200, Llama 3 layer shapes, medians 0.95 and 0.82 on both
+  // (bench/results/fp8_scaling_recipes_2026-11-28/). Row scales are applied
+  // in the epilogue; block scales in the main loop, each 128 of k.
+  double fp8_rowwise_rate = 0.95;
+  double fp8_blockwise_rate = 0.82;
   double matmul_half_dim = 128;  // smallest of m, n, k at which half is reached
   double memory_peak = 0.85;     // of HBM bandwidth, large elementwise ops
   double reduction_peak = 0.70;  // of HBM bandwidth, reductions and norms
@@ -47,6 +55,8 @@ class OpEstimator {
   OpCostEstimate roofline(const OpCostQuery& query) const;
   double matmul_efficiency(int64_t smallest_dim, ComputeDtype dtype = ComputeDtype::Bf16) const;
   double memory_efficiency(OpClass op_class, double bytes) const;
+  // An fp8 GEMM's rate with these scales against one scale per tensor.
+  double fp8_scaling_rate(ir::Fp8Scaling scaling) const;
   // The class's share of HBM bandwidth once large.
   double memory_peak(OpClass op_class) const;
   // FLOP/s of an [m, n, k] matmul and bytes/s of a memory-bound op: the

@@ -19,6 +19,7 @@
 #include "htae/mirrored_groups.h"
 #include "htae/op_estimator.h"
 #include "htae/topology.h"
+#include "ir/fp8_scales.h"
 #include "ir/groups.h"
 #include "ir/registry.h"
 #include "ir/source/diagnostic_kinds.h"
@@ -303,10 +304,15 @@ class Executor {
 };
 
 // What an op's price depends on: its signature (kind, operand types,
-// attributes) and its result types.
+// attributes), its result types and how its fp8 operands are scaled.
 void Executor::signature_of(const ir::Op& op, std::string& out) const {
   out.clear();
   f_.append_signature(op, out);
+  for (ValueId v : f_.operands(op)) {
+    if (!ir::is_fp8(m_.value_type(f_, v).dtype)) continue;
+    const int64_t block = ir::fp8_scale_block(m_, f_, v).value_or(0);
+    out.append(reinterpret_cast<const char*>(&block), sizeof block);
+  }
   for (uint16_t r = 0; r < op.result_count; ++r) {
     const ir::Value& v = f_.values[op.first_result + r];
     out.append(reinterpret_cast<const char*>(&v.type), sizeof(ir::TypeId));

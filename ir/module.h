@@ -191,6 +191,9 @@ struct OpSpec {
   std::span<const StrId> result_names;       // empty: unnamed
 };
 
+// The fp32 scales an FP8 value carries beside its elements (ir/fp8_scales.h).
+int64_t fp8_scale_bytes(const Module& module, const Function& f, ValueId v);
+
 class Module {
  public:
   Module();
@@ -247,10 +250,12 @@ class Module {
 
   // Type of a value, shortcut.
   const TensorType& value_type(const Function& f, ValueId v) const { return types_[f.values[v].type]; }
-  // The bytes a value takes: its type's, times its fill.
+  // The bytes a value takes: its type's (and an FP8 value's scales,
+  // ir/fp8_scales.h), times its fill.
   int64_t value_bytes(const Function& f, ValueId v) const {
     const Value& value = f.values[v];
-    const int64_t bytes = types_[value.type].bytes();
+    const TensorType& type = types_[value.type];
+    const int64_t bytes = type.bytes() + (is_fp8(type.dtype) ? fp8_scale_bytes(*this, f, v) : 0);
     const float fill = value.fill.fullest;
     return fill == 1.0f ? bytes : static_cast<int64_t>(static_cast<double>(bytes) * fill);
   }

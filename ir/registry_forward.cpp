@@ -5,6 +5,7 @@
 
 #include <fmt/ranges.h>
 
+#include "ir/fp8_scales.h"
 #include "ir/pointwise_ops.h"
 #include "ir/registry_rules.h"
 
@@ -627,8 +628,9 @@ bool quantize_shape(const OpContext& ctx, Types& out, std::string& error) {
     return fail(error, "quantize writes f8e4m3 or f8e5m2, not \"{}\"", ctx.attrs.string("dtype"));
   int64_t block = ctx.attrs.integer("block");
   int64_t last = x.rank > 0 ? x.dim(x.rank - 1) : 1;
-  if (block < 0 || (block > 0 && last % block != 0))
-    return fail(error, "quantize's block ({}) must divide the last dim ({}), or be 0 for one scale", block, last);
+  if (block < kRowwiseBlock || (block > 0 && last % block != 0))
+    return fail(error, "quantize's block ({}) must divide the last dim ({}), or be 0 for one scale, -1 for one a row",
+                block, last);
   out.push_back(TensorType(*dtype, x.shape()));
   return true;
 }
@@ -804,11 +806,17 @@ void add_forward_ops(std::vector<OpInfo>& t) {
   // The amax, the scale and the rounding: about three operations an
   // element. One scale for the tensor needs its amax before any element is
   // cast, so x is read twice (Transformer Engine's current scaling); a
-  // block's amax is taken on chip in the one pass.
+  // row's or a block's amax is taken on chip in the one pass. The fp32
+  // scales are written beside the elements.
   t.push_back(make_op(OpKind::Quantize, 1, 1, 1, {required("dtype", AttrType::String), int_attr("block", 0)},
                       quantize_shape, [](const OpContext& c, Results r) {
                         OpCost cost = elementwise_cost(c, r, 3);
-                        if (c.attrs.integer("block") == 0) cost.bytes += static_cast<double>(c.operands[0].bytes());
+                        const int64_t block = c.attrs.integer("block");
+                        const TensorType& x = c.operands[0];
+                        const int64_t row = x.rank > 0 ? x.dim(x.rank - 1) : 1;
+                        if (block == 0) cost.bytes += static_cast<double>(x.bytes());
+                        const int64_t per_scale = block == kRowwiseBlock ? row : block;
+                        cost.bytes += 4.0 * (per_scale > 0 ? static_cast<double>(x.numel() / per_scale) : 1.0);
                         return cost;
                       }));
   t.push_back(make_op(OpKind::Div, 2, 2, 1, {}, binary_shape,

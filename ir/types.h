@@ -21,6 +21,15 @@ inline constexpr int kMaxRank = 8;
 // sizes, bytes and FLOPs computed from tensors never overflow 64 bits.
 inline constexpr int64_t kMaxTensorElements = int64_t{1} << 48;
 
+// How an FP8 tensor is scaled, from `quantize`'s `block` attribute: 0 one
+// scale for the tensor, kRowwiseBlock one per row of the last dim, n > 0
+// one per n elements of it.
+enum class Fp8Scaling : uint8_t { Tensorwise, Rowwise, Blockwise };
+inline constexpr int64_t kRowwiseBlock = -1;
+inline Fp8Scaling fp8_scaling(int64_t block) {
+  return block == 0 ? Fp8Scaling::Tensorwise : block == kRowwiseBlock ? Fp8Scaling::Rowwise : Fp8Scaling::Blockwise;
+}
+
 std::string_view dtype_name(DType t);
 std::optional<DType> parse_dtype(std::string_view name);
 int dtype_bytes(DType t);

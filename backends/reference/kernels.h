@@ -80,7 +80,7 @@ void expand(const HostTensor& x, std::span<const int64_t> dims, HostTensor& out)
 void fill(double value, HostTensor& out);
 void cast(const HostTensor& x, HostTensor& out);
 // FP8 quantization as the IR's quantize: each group of `block` consecutive
-// elements of the last dim (0: the whole tensor) scaled so its largest
+// elements of the last dim (0: the whole tensor, -1: each row) scaled so its largest
 // magnitude is the format's largest number, rounded to the format, and
 // scaled back: `out` holds the values the FP8 GEMM computes with.
 void quantize(const HostTensor& x, int64_t block, HostTensor& out);

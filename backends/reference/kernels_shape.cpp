@@ -7,6 +7,7 @@
 
 #include "backends/reference/arithmetic.h"
 #include "backends/reference/kernels.h"
+#include "ir/fp8_scales.h"
 
 namespace dstc::reference::kernels {
 
@@ -124,7 +125,9 @@ void cast(const HostTensor& x, HostTensor& out) {
 }
 
 void quantize(const HostTensor& x, int64_t block, HostTensor& out) {
-  const size_t group = block > 0 ? static_cast<size_t>(block) : std::max<size_t>(x.data.size(), 1);
+  const int64_t row = x.rank() > 0 ? x.dim(x.rank() - 1) : 1;
+  const int64_t per_scale = block == ir::kRowwiseBlock ? row : block > 0 ? block : x.numel();
+  const size_t group = std::max<size_t>(static_cast<size_t>(per_scale), 1);
   const double largest = fp8_max(out.dtype);
   for (size_t begin = 0; begin < x.data.size(); begin += group) {
     const size_t end = std::min(begin + group, x.data.size());

@@ -20,10 +20,12 @@ reference::ProgramWork VerifyPrograms::strategy_work() const {
 
 namespace {
 
-// Blockwise FP8 scales each 128 elements of a row: a shard whose rows
-// are split into pieces not a multiple of 128 scales other blocks than one
-// device does, so the two steps round differently by construction.
-bool blocks_kept_whole(const ir::Module& module, const frontend::Strategy& strategy, DiagnosticEngine& diags) {
+// Rowwise FP8 scales each row of the last dim, blockwise each 128
+// elements of it: a shard whose rows are cut (rowwise), or cut into pieces
+// not a multiple of 128 (blockwise), scales other groups than one device
+// does, so the two steps round differently by construction.
+bool scale_groups_kept_whole(const ir::Module& module, const frontend::Strategy& strategy, DiagnosticEngine& diags) {
+  const bool rowwise = strategy.run.fp8 == compiler::Fp8Recipe::Rowwise;
   const ir::Function& f = module.functions.front();
   for (const ir::Op& op : f.ops) {
     if (op.kind != ir::OpKind::Quantize) continue;
@@ -34,13 +36,29 @@ bool blocks_kept_whole(const ir::Module& module, const frontend::Strategy& strat
     const int64_t row = t.dim(t.rank - 1);
     bool split = std::any_of(layout.begin(), layout.end(),
                              [&](const ir::Sbp& s) { return s.kind == ir::Sbp::Split && s.dim == t.rank - 1; });
-    if (!split || row % 128 == 0) continue;
+    if (!split || (!rowwise && row % 128 == 0)) continue;
     std::string_view scope = op.loc != ir::kNoLoc ? module.str(module.loc(op.loc).scope) : std::string_view{};
+    std::string_view gemm = scope.empty() ? std::string_view{"a GEMM"} : scope;
+    if (rowwise) {
+      diags
+          .error(diag::kVerifyFp8Rows, strategy.run.fp8_range,
+                 fmt::format("rowwise FP8 scales each row by its largest value, but {} quantizes rows of {} "
+                             "elements cut from longer ones on each device: its scales are not the single "
+                             "device's, so the steps round differently",
+                             gemm, row))
+          .note(strategy.run.range,
+                row % 128 == 0
+                    ? "verify a strategy that splits no quantized tensor's last dim (data parallelism, FSDP, a "
+                      "pipeline), or `fp8 = blockwise`, whose 128-element blocks these shards keep whole"
+                    : "verify a strategy that splits no quantized tensor's last dim (data parallelism, FSDP, a "
+                      "pipeline)");
+      return false;
+    }
     diags
         .error(diag::kVerifyFp8Blocks, strategy.run.fp8_range,
                fmt::format("blockwise FP8 scales every 128 elements of a row, but {} quantizes rows of {} elements "
                            "on each device: its blocks are not the single device's, so the steps round differently",
-                           scope.empty() ? std::string_view{"a GEMM"} : scope, row))
+                           gemm, row))
         .note(strategy.run.range,
               "scale the model so that each shard's rows are multiples of 128 (-D), or verify "
               "the strategy without fp8");
@@ -63,8 +81,9 @@ std::optional<VerifyPrograms> compile_verify_programs(const StrategyRequest& req
                "tensorwise FP8 scales each rank's tensors by their own largest value, so a split step rounds "
                "differently from one device and verify cannot compare them")
         .note(strategy.run.range,
-              "fp8 = blockwise scales every 128 elements of a row, which shards keep whole, so verify can "
-              "compare it; or verify the strategy without fp8");
+              "fp8 = blockwise scales every 128 elements of a row, which shards keep whole, and fp8 = rowwise "
+              "each row, which shards that do not split rows keep whole, so verify can compare them; or "
+              "verify the strategy without fp8");
     return std::nullopt;
   }
   auto distributed = compiler::build_logical_program(strategy, diags);
@@ -72,7 +91,8 @@ std::optional<VerifyPrograms> compile_verify_programs(const StrategyRequest& req
   if (!distributed || !single) return std::nullopt;
   auto compiled = compiler::compile_strategy(*distributed, sources, diags);
   if (!compiled) return std::nullopt;
-  if (strategy.run.fp8 == compiler::Fp8Recipe::Blockwise && !blocks_kept_whole(compiled->module, strategy, diags))
+  if ((strategy.run.fp8 == compiler::Fp8Recipe::Blockwise || strategy.run.fp8 == compiler::Fp8Recipe::Rowwise) &&
+      !scale_groups_kept_whole(compiled->module, strategy, diags))
     return std::nullopt;
   // Batch norm normalises each micro-batch by its own statistics, and a
   // load-balancing loss counts each micro-batch's routes, so with either the

@@ -237,9 +237,12 @@ class StrategyElaborator {
         std::string v = symbol(e, sc, {"fp32", "bf16", "fp16"});
         if (!v.empty()) (e.key == "precision" ? run.precision : run.grad_precision) = *parse_source_dtype(v);
       } else if (e.key == "fp8") {
-        std::string v = symbol(e, sc, {"none", "tensorwise", "blockwise"});
+        std::string v = symbol(e, sc, {"none", "tensorwise", "rowwise", "blockwise"});
         if (!v.empty()) {
-          run.fp8 = v == "none" ? Fp8Recipe::None : v == "tensorwise" ? Fp8Recipe::Tensorwise : Fp8Recipe::Blockwise;
+          run.fp8 = v == "none"         ? Fp8Recipe::None
+                    : v == "tensorwise" ? Fp8Recipe::Tensorwise
+                    : v == "rowwise"    ? Fp8Recipe::Rowwise
+                                        : Fp8Recipe::Blockwise;
           run.fp8_range = e.key_range;
         }
       } else if (e.key == "master_weights" && run.training) {
@@ -657,8 +660,9 @@ class StrategyElaborator {
         if (*v && out_.run.fp8 == Fp8Recipe::None) {
           diags_
               .error(diag::kBadConfig, e.value->range,
-                     "fp8 = true on a node needs an FP8 recipe for the run to follow: set `fp8 = tensorwise` or "
-                     "`blockwise` in the train or inference block, and `fp8 = false` where GEMMs stay out of it")
+                     "fp8 = true on a node needs an FP8 recipe for the run to follow: set `fp8 = tensorwise`, "
+                     "`rowwise` or `blockwise` in the train or inference block, and `fp8 = false` where GEMMs stay out "
+                     "of it")
               .note(out_.run.range, "the run's block");
           continue;
         }

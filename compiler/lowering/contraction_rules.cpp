@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "compiler/lowering/lowering_helpers.h"
+#include "ir/fp8_scales.h"
 
 namespace dstc::compiler {
 
@@ -43,10 +44,13 @@ ir::ValueId Lowering::quantized(const Emit& at, ir::ValueId v, ir::DType dtype, 
   if (t.dtype == dtype) return v;  // a weight served in fp8 (create_parameters)
   uint64_t key = static_cast<uint64_t>(v) << 8 | static_cast<uint64_t>(dtype);
   if (auto it = quantized_.find(key); it != quantized_.end()) return it->second;
-  // Blockwise: one scale per 128 elements of a row (fewer where the local
-  // row is shorter than or not a multiple of 128).
+  // Rowwise: one scale per row of the last dim. Blockwise: one per 128
+  // elements of a row (fewer where the local row is shorter than or not a
+  // multiple of 128).
   int64_t last = t.rank > 0 ? t.dim(t.rank - 1) : 1;
-  int64_t block = spec.train.fp8 == Fp8Recipe::Blockwise ? std::gcd<int64_t>(128, last) : 0;
+  int64_t block = spec.train.fp8 == Fp8Recipe::Blockwise ? std::gcd<int64_t>(128, last)
+                  : spec.train.fp8 == Fp8Recipe::Rowwise ? ir::kRowwiseBlock
+                                                         : 0;
   Emit e = at;
   e.fill = function_->values[v].fill;
   ir::ValueId q =
@@ -62,10 +66,22 @@ ir::ValueId Lowering::fp8_input(const Emit& at, ir::ValueId v, const ir::Layout&
   // Quantized where it is stored and moved in fp8, as Transformer Engine
   // all-gathers a sequence-parallel input and FSDP2 a float8 weight: half
   // the bytes, and the stored shard is what the backward gathers again.
-  // Partial sums are reduced first; flat chunks cut blocks' rows apart.
-  bool before = std::none_of(from.begin(), from.end(), [&](const ir::Sbp& s) {
+  // Partial sums are reduced first. Rows are scaled whole: flat chunks
+  // cut rows and blocks apart, and pieces of rows that the boxing joins
+  // (a gather along the last dim) are quantized joined, unless each piece
+  // holds whole 128-element blocks.
+  const ir::TensorType& t = type_of(v);
+  const int last = t.rank - 1;
+  auto row_splits = [&](const ir::Layout& layout) {
+    return std::count_if(layout.begin(), layout.end(),
+                         [&](const ir::Sbp& s) { return s.kind == ir::Sbp::Split && s.dim == last; });
+  };
+  const bool pieces_kept_whole = spec.train.fp8 == Fp8Recipe::Tensorwise ||
+                                 (spec.train.fp8 == Fp8Recipe::Blockwise && t.rank > 0 && t.dim(last) % 128 == 0);
+  const bool joins_rows = last >= 0 && row_splits(from) > row_splits(to) && !pieces_kept_whole;
+  bool before = !joins_rows && std::none_of(from.begin(), from.end(), [&](const ir::Sbp& s) {
     return s.kind == ir::Sbp::PartialSum || s.kind == ir::Sbp::PartialMax ||
-           (s.kind == ir::Sbp::Flat && spec.train.fp8 == Fp8Recipe::Blockwise);
+           (s.kind == ir::Sbp::Flat && spec.train.fp8 != Fp8Recipe::Tensorwise);
   });
   if (before) return box(boxing, quantized(at, v, ir::DType::F8E4M3, from), from, to, reuse);
   return quantized(at, box(boxing, v, from, to, reuse), ir::DType::F8E4M3, to);

@@ -12,9 +12,11 @@ enum class Optimizer : uint8_t { Sgd, Adam };
 // FP8 matmuls, Transformer Engine's hybrid format (e4m3 activations and
 // weights, e5m2 gradients): None keeps every matmul in the compute
 // precision; Tensorwise scales each quantized tensor by one factor (TE's
-// delayed and current scaling); Blockwise by one per 128 consecutive
-// elements of a row (DeepSeek-V3's 1x128 tiles, TE's Float8BlockScaling).
-enum class Fp8Recipe : uint8_t { None, Tensorwise, Blockwise };
+// delayed and current scaling); Rowwise by one per row of the last dim
+// (torchao's `rowwise` recipe, as torchtitan trains); Blockwise by one per
+// 128 consecutive elements of a row (DeepSeek-V3's 1x128 tiles, TE's
+// Float8BlockScaling).
+enum class Fp8Recipe : uint8_t { None, Tensorwise, Rowwise, Blockwise };
 
 // How a mixture of experts' tokens travel between expert-parallel ranks:
 // AllToAll sends one copy per (token, expert) (Megatron-Core's `alltoall`

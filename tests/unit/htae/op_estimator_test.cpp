@@ -48,6 +48,23 @@ TEST(OpEstimator, EfficiencyCurves) {
   EXPECT_EQ(ir::op_info(ir::OpKind::Reshape).cost_class, OpClass::Free);
 }
 
+// An fp8 GEMM's compute time by its scales: per row at 0.95 of the
+// per-tensor rate, per block at 0.82; a bf16 GEMM ignores the field.
+TEST(OpEstimator, Fp8GemmsSlowWithFinerScales) {
+  OpEstimator est(a100());
+  OpCostQuery q = matmul(8192, 8192, 8192);
+  q.dtype = ComputeDtype::Fp8;
+  const double tensorwise = est.estimate(q).compute_seconds;
+  q.fp8_scaling = ir::Fp8Scaling::Rowwise;
+  EXPECT_DOUBLE_EQ(est.estimate(q).compute_seconds, tensorwise / 0.95);
+  q.fp8_scaling = ir::Fp8Scaling::Blockwise;
+  EXPECT_DOUBLE_EQ(est.estimate(q).compute_seconds, tensorwise / 0.82);
+  OpCostQuery bf16 = matmul(8192, 8192, 8192);
+  const double plain = est.estimate(bf16).compute_seconds;
+  bf16.fp8_scaling = ir::Fp8Scaling::Blockwise;
+  EXPECT_DOUBLE_EQ(est.estimate(bf16).compute_seconds, plain);
+}
+
 // 4096^3 bf16 matmul: 2 x 4096^3 FLOPs at 312 TFLOP/s x 0.7758 = 0.5678 ms,
 // far above its 96 MiB of traffic (0.058 ms), plus 4 us launch.
 TEST(OpEstimator, LargeMatmulIsComputeBound) {

@@ -381,14 +381,15 @@ func @f {
 }
 
 // A weight's FP8 copy is held as a weight, an activation's as an
-// activation (quantize moves what its operand is, as cast does).
+// activation (quantize moves what its operand is, as cast does), each with
+// its fp32 scales: one for the tensor, one per row.
 TEST(Simulator, QuantizedCopiesCountAsWhatTheyCopy) {
   Outcome run = simulate_text(R"(mesh world[d=1]
 func @f {
   input %x on world : bf16[64, 64]
   param %w on world : bf16[64, 64]
   %wq = quantize(%w) {dtype = "f8e4m3"} on world <phase=forward> : f8e4m3[64, 64]
-  %xq = quantize(%x) {dtype = "f8e4m3"} on world <phase=forward> : f8e4m3[64, 64]
+  %xq = quantize(%x) {dtype = "f8e4m3", block = -1} on world <phase=forward> : f8e4m3[64, 64]
   %y = einsum(%xq, %wq) {spec = "ab,cb->ac", dtype = "bf16"} on world <phase=forward> : bf16[64, 64]
   return %y
 }
@@ -396,8 +397,8 @@ func @f {
                               test_cluster(1, 1));
   ASSERT_TRUE(run.report) << run.errors;
   const MemoryBreakdown& held = run.report->memory_at_peak;
-  EXPECT_EQ(held[static_cast<size_t>(MemoryKind::Weights)], 8 * 1024 + 4 * 1024);
-  EXPECT_EQ(held[static_cast<size_t>(MemoryKind::Activations)], 8 * 1024 + 4 * 1024 + 8 * 1024);
+  EXPECT_EQ(held[static_cast<size_t>(MemoryKind::Weights)], 8 * 1024 + 4 * 1024 + 4);
+  EXPECT_EQ(held[static_cast<size_t>(MemoryKind::Activations)], 8 * 1024 + 4 * 1024 + 64 * 4 + 8 * 1024);
 }
 
 // The distributed optimizer's parameter buffer: an in-place all_gather

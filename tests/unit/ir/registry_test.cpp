@@ -67,21 +67,26 @@ TEST_F(RegistryTest, MatmulShapeAndFlops) {
   EXPECT_DOUBLE_EQ(r.cost.bytes, (4 * 16 + 16 * 8 + 4 * 8) * 4);  // 896
 }
 
-// FP8: quantize writes one byte an element, reading x twice for one scale
-// (its amax first) and once for per-block scales; an einsum of fp8
-// operands names the float it writes.
+// FP8: quantize writes one byte an element and its fp32 scales, reading x
+// twice for one scale (its amax first) and once for per-row or per-block
+// scales; an einsum of fp8 operands names the float it writes.
 TEST_F(RegistryTest, QuantizeAndFp8Einsum) {
   const TensorType x(DType::BF16, {16, 256});
   Result tensorwise = run(OpKind::Quantize, {x}, {AttrValue::string("dtype", "f8e4m3")});
   ASSERT_EQ(tensorwise.types.size(), 1u) << tensorwise.error;
   EXPECT_EQ(tensorwise.types[0], TensorType(DType::F8E4M3, {16, 256}));
-  EXPECT_DOUBLE_EQ(tensorwise.cost.bytes, 16 * 256 * (2 + 2 + 1));
+  EXPECT_DOUBLE_EQ(tensorwise.cost.bytes, 16 * 256 * (2 + 2 + 1) + 4);
+  Result rows = run(OpKind::Quantize, {x}, {AttrValue::string("dtype", "f8e4m3"), AttrValue::integer("block", -1)});
+  EXPECT_DOUBLE_EQ(rows.cost.bytes, 16 * 256 * (2 + 1) + 16 * 4);
   Result blocks = run(OpKind::Quantize, {x}, {AttrValue::string("dtype", "f8e5m2"), AttrValue::integer("block", 128)});
-  EXPECT_DOUBLE_EQ(blocks.cost.bytes, 16 * 256 * (2 + 1));
+  EXPECT_DOUBLE_EQ(blocks.cost.bytes, 16 * 256 * (2 + 1) + 16 * 2 * 4);
   EXPECT_NE(run(OpKind::Quantize, {x}, {AttrValue::string("dtype", "bf16")}).error.find("f8e4m3 or f8e5m2"),
             std::string::npos);
   EXPECT_NE(run(OpKind::Quantize, {x}, {AttrValue::string("dtype", "f8e4m3"), AttrValue::integer("block", 100)})
                 .error.find("must divide the last dim (256)"),
+            std::string::npos);
+  EXPECT_NE(run(OpKind::Quantize, {x}, {AttrValue::string("dtype", "f8e4m3"), AttrValue::integer("block", -2)})
+                .error.find("-1 for one a row"),
             std::string::npos);
   const TensorType a(DType::F8E5M2, {16, 256}), w(DType::F8E4M3, {64, 256});
   Result gemm =

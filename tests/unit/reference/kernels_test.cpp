@@ -71,6 +71,20 @@ TEST(Kernels, QuantizeScalesEachBlockToTheFormatsRange) {
   EXPECT_EQ(whole.data[3], -4);
 }
 
+// Rowwise (block -1): each row of the last dim its own scale. Row 0's
+// largest is 4 (scale 112: 3 -> 336 -> 320), row 1's 1 (scale 448: 0.75 ->
+// 336 -> 320, 0.5 -> 224 exactly).
+TEST(Kernels, QuantizeRowwiseScalesEachRowByItsOwnLargest) {
+  HostTensor x(ir::DType::F32, std::vector<int64_t>{2, 2});
+  x.data = {3, 4, 0.75, 1};
+  HostTensor rows(ir::DType::F8E4M3, std::vector<int64_t>{2, 2});
+  kernels::quantize(x, ir::kRowwiseBlock, rows);
+  EXPECT_EQ(rows.data, (std::vector<double>{320.0 / 112, 4, 320.0 / 448, 1}));
+  x.data = {3, 4, 0.5, 1};
+  kernels::quantize(x, ir::kRowwiseBlock, rows);
+  EXPECT_EQ(rows.data, (std::vector<double>{320.0 / 112, 4, 0.5, 1}));
+}
+
 // The vocabulary-parallel loss: the logits cut into two class shards, each
 // shard's parts (against the rows' whole maxima) summed, give the whole
 // cross-entropy and, shard by shard, its gradient.
