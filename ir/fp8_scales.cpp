@@ -12,9 +12,11 @@ std::optional<int64_t> fp8_scale_block(const Module& module, const Function& f, 
     if (def == kNone) return std::nullopt;
     const Op& op = f.ops[def];
     if (op.kind == OpKind::Quantize) return AttrReader(module, f, op).integer("block");
+    // Result r of a grouped collective is its operand r moved.
     std::span<const ValueId> operands = f.operands(op);
-    if (operands.empty() || !is_fp8(module.value_type(f, operands[0]).dtype)) return std::nullopt;
-    v = operands[0];
+    const size_t r = operands.size() == op.result_count ? v - op.first_result : 0;
+    if (r >= operands.size() || !is_fp8(module.value_type(f, operands[r]).dtype)) return std::nullopt;
+    v = operands[r];
   }
   return std::nullopt;
 }

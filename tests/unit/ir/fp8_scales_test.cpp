@@ -10,8 +10,9 @@ namespace {
 
 // x [8, 64] in two shards of 4 rows: a quantized shard holds 4 row scales
 // (rowwise) or 4 x 64 / 32 block scales (blockwise, 32-element blocks), and
-// its gather twice as many; a tensorwise copy holds one; a value no
-// quantize made (the fp8 argument) none.
+// its gather twice as many, gathered alone or grouped with the other; a
+// tensorwise copy holds one; a value no quantize made (the fp8 argument)
+// none.
 TEST(Fp8Scales, CountedThroughTheGatherThatMovesThem) {
   SourceManager sm;
   DiagnosticEngine diags(sm);
@@ -24,6 +25,7 @@ func @f {
   %b = quantize(%x) {dtype = "f8e5m2", block = 32} on w : f8e5m2[4, 64] sbp(d=S(0))
   %bg = all_gather(%b) {dim = 0} on w over [d] : f8e5m2[8, 64] sbp(d=B)
   %t = quantize(%x) {dtype = "f8e4m3"} on w : f8e4m3[4, 64] sbp(d=S(0))
+  %gr, %gb = all_gather(%r, %b) {dim = 0} on w over [d] : f8e4m3[8, 64] sbp(d=B), f8e5m2[8, 64] sbp(d=B)
   return
 }
 )"),
@@ -42,6 +44,8 @@ func @f {
   EXPECT_EQ(fp8_scale_bytes(*m, f, value("b")), 4 * 2 * 4);
   EXPECT_EQ(fp8_scale_bytes(*m, f, value("bg")), 8 * 2 * 4);
   EXPECT_EQ(fp8_scale_bytes(*m, f, value("t")), 4);
+  EXPECT_EQ(fp8_scale_block(*m, f, value("gr")), kRowwiseBlock);
+  EXPECT_EQ(fp8_scale_block(*m, f, value("gb")), 32);
   EXPECT_EQ(fp8_scale_block(*m, f, value("p")), std::nullopt);
   EXPECT_EQ(fp8_scale_bytes(*m, f, value("p")), 0);
   EXPECT_EQ(fp8_scale_bytes(*m, f, value("x")), 0);
