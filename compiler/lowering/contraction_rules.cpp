@@ -40,10 +40,15 @@ void Lowering::mark_fp8_ops() {
 }
 
 ir::ValueId Lowering::quantized(const Emit& at, ir::ValueId v, ir::DType dtype, const ir::Layout& layout) {
-  const ir::TensorType& t = type_of(v);
-  if (t.dtype == dtype) return v;  // a weight served in fp8 (create_parameters)
+  if (type_of(v).dtype == dtype) return v;
   uint64_t key = static_cast<uint64_t>(v) << 8 | static_cast<uint64_t>(dtype);
   if (auto it = quantized_.find(key); it != quantized_.end()) return it->second;
+  return quantized_[key] = quantize(at, v, dtype, layout);
+}
+
+ir::ValueId Lowering::quantize(const Emit& at, ir::ValueId v, ir::DType dtype, const ir::Layout& layout) {
+  const ir::TensorType& t = type_of(v);
+  if (t.dtype == dtype) return v;  // a weight served in fp8 (create_parameters)
   // Rowwise: one scale per row of the last dim. Blockwise: one per 128
   // elements of a row (fewer where the local row is shorter than or not a
   // multiple of 128).
@@ -53,10 +58,25 @@ ir::ValueId Lowering::quantized(const Emit& at, ir::ValueId v, ir::DType dtype, 
                                                          : 0;
   Emit e = at;
   e.fill = function_->values[v].fill;
-  ir::ValueId q =
-      append(e, ir::OpKind::Quantize, {v},
-             {ir::AttrValue::string("dtype", ir::dtype_name(dtype)), ir::AttrValue::integer("block", block)}, layout);
-  return quantized_[key] = q;
+  return append(e, ir::OpKind::Quantize, {v},
+                {ir::AttrValue::string("dtype", ir::dtype_name(dtype)), ir::AttrValue::integer("block", block)},
+                layout);
+}
+
+// torchao's rowwise linear keeps its compute-precision input and weight
+// for the backward and casts each backward GEMM's operands afresh
+// (float8_linear.py, manual_float8_matmul_with_args_in_hp), so what the
+// backward holds is the value a forward copy was cast from, and the
+// output gradient is cast once for each GEMM. A copy moved after its cast
+// (a sequence-parallel gather) is read as it is.
+ir::ValueId Lowering::recast_for_backward(const Emit& at, ir::ValueId copy, bool forward_copies_only) {
+  const ir::Value& value = function_->values[copy];
+  if (value.def == ir::kNone) return copy;
+  const ir::Op& op = function_->ops[value.def];
+  const bool forward = op.phase == ir::Phase::Forward || op.phase == ir::Phase::Recompute;
+  if (op.kind != ir::OpKind::Quantize || (forward_copies_only && !forward)) return copy;
+  const ir::Layout layout = module_.layout(value.layout);
+  return quantize(at, function_->operands(op)[0], type_of(copy).dtype, layout);
 }
 
 ir::ValueId Lowering::fp8_input(const Emit& at, ir::ValueId v, const ir::Layout& from, const ir::Layout& to,
@@ -83,8 +103,17 @@ ir::ValueId Lowering::fp8_input(const Emit& at, ir::ValueId v, const ir::Layout&
     return s.kind == ir::Sbp::PartialSum || s.kind == ir::Sbp::PartialMax ||
            (s.kind == ir::Sbp::Flat && spec.train.fp8 != Fp8Recipe::Tensorwise);
   });
-  if (before) return box(boxing, quantized(at, v, ir::DType::F8E4M3, from), from, to, reuse);
-  return quantized(at, box(boxing, v, from, to, reuse), ir::DType::F8E4M3, to);
+  // torchao's linear layers (rowwise) cast their own input and weight at
+  // every call, after any gather (torchao gathers in float8 only under
+  // tensorwise scaling), so the gather itself is shared; Transformer
+  // Engine casts a value once (a weight once a step), however many GEMMs
+  // read it.
+  const bool rowwise = spec.train.fp8 == Fp8Recipe::Rowwise;
+  auto cast = [&](ir::ValueId x, const ir::Layout& layout) {
+    return rowwise ? quantize(at, x, ir::DType::F8E4M3, layout) : quantized(at, x, ir::DType::F8E4M3, layout);
+  };
+  if (before && !(rowwise && from != to)) return box(boxing, cast(v, from), from, to, reuse);
+  return cast(box(boxing, v, from, to, reuse), to);
 }
 
 ir::ValueId Lowering::forward_contraction(const ForwardStep& f) {
@@ -123,10 +152,13 @@ void Lowering::backward_contraction(BackwardStep& s) {
       }
       if (fp8_op(s.op)) {
         // The gradient in e5m2 (its range), against the forward's e4m3
-        // inputs. A partial gradient (the op replicated on an axis) is
+        // inputs (Transformer Engine keeps those copies; torchao's rowwise
+        // linear casts both operands of each GEMM again). A partial
+        // gradient (the op replicated on an axis) is
         // summed first, since each part's rounding is not the sum's; the
         // GEMMs then compute whole values, partialized back to the layouts
         // their gradients are expected in.
+        const bool recast = spec.train.fp8 == Fp8Recipe::Rowwise;
         const std::string dtype(ir::dtype_name(compute_dtype(s.lop.output)));
         ir::Layout whole = s.g_layout;
         std::vector<size_t> summed;
@@ -140,10 +172,20 @@ void Lowering::backward_contraction(BackwardStep& s) {
           Emit e = s.emit_at(i);
           Emit boxing = e;
           boxing.stream = ir::Stream::Feature;
+          // Under `recast` the weight gradient's GEMM casts g anew, where
+          // the input gradient's GEMM read the first copy.
           ir::ValueId g = s.g;
-          if (!ir::is_fp8(type_of(g).dtype))
-            g = quantized(e, box(boxing, g, s.g_layout, whole), ir::DType::F8E5M2, whole);
-          ir::ValueId a = i == 0 ? g : s.in(0), b = i == 0 ? s.in(1) : g;
+          const bool fresh = recast && i == 1 && needs_grad(s.lop.inputs[0].tensor);
+          if (!ir::is_fp8(type_of(g).dtype)) {
+            ir::ValueId whole_g = box(boxing, g, s.g_layout, whole);
+            g = fresh ? quantize(e, whole_g, ir::DType::F8E5M2, whole)
+                      : quantized(e, whole_g, ir::DType::F8E5M2, whole);
+          } else if (fresh) {
+            g = recast_for_backward(e, g, false);
+          }
+          ir::ValueId other = i == 0 ? s.in(1) : s.in(0);
+          if (recast) other = recast_for_backward(e, other, true);
+          ir::ValueId a = i == 0 ? g : other, b = i == 0 ? other : g;
           ir::Layout expected = s.grad_layout_of(i), computed = expected;
           for (size_t axis : summed)
             if (computed[axis].kind == ir::Sbp::PartialSum) computed[axis] = kBroadcast;

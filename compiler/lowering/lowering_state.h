@@ -114,6 +114,12 @@ class Lowering {
   bool fp8_op(int32_t op) const { return !fp8_ops_.empty() && fp8_ops_[op]; }
   // `v` quantized to `dtype` with the recipe's scaling, once per value.
   ir::ValueId quantized(const Emit& at, ir::ValueId v, ir::DType dtype, const ir::Layout& layout);
+  // The same, quantized anew at every call.
+  ir::ValueId quantize(const Emit& at, ir::ValueId v, ir::DType dtype, const ir::Layout& layout);
+  // An fp8 copy that a backward GEMM reads, cast again from what it was
+  // cast from (torchao's rowwise linear); only a copy the forward made
+  // where `forward_copies_only`; other values as they are.
+  ir::ValueId recast_for_backward(const Emit& at, ir::ValueId copy, bool forward_copies_only);
   // An FP8 op's input `v` (laid out `from`) in e4m3, laid out `to`.
   ir::ValueId fp8_input(const Emit& at, ir::ValueId v, const ir::Layout& from, const ir::Layout& to, bool reuse);
 

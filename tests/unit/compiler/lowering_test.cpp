@@ -821,5 +821,46 @@ TEST(Lowering, Fp8RunsTheBlocksWeightGemmsOnQuantizedCopiesAndKeepsTheHeadInItsP
   EXPECT_EQ(bf16_einsums, 3);         // the head's
 }
 
+TEST(Lowering, Fp8RowwiseCastsEachBackwardGemmsOperandsAnewAsTorchaoDoes) {
+  // fp8 = rowwise (torchao's linear): one scale per row (block -1); each
+  // linear layer casts its own input and weight (q, k and v each their own
+  // copy of x), and the backward casts again from the bf16 input and
+  // weight it kept: per linear layer the weight for the input gradient,
+  // the input for the weight gradient, and the output gradient once for
+  // each.
+  Gpt gpt = make_gpt(2, 8, 16, 32, 8, 64);
+  for (const Gpt::Block& b : gpt.blocks)
+    gpt.graph.nodes[gpt.graph.nodes[gpt.graph.nodes[b.q].parent].parent].repeated = true;
+  StrategySpec spec = make_spec(gpt.graph, {{"dp", 1}}, 8, 1);
+  spec.train.precision = ir::DType::BF16;
+  spec.train.fp8 = Fp8Recipe::Rowwise;
+  set_default(spec, 0, S("b"));
+  auto c = compile(gpt.graph, spec);
+  const ir::Module& m = c->module();
+  const ir::Function& f = c->f();
+  int forward_e4m3 = 0, backward_e4m3 = 0, e5m2 = 0;
+  for (const ir::Op* op : select(m, {ir::OpKind::Quantize})) {
+    EXPECT_EQ(ir::AttrReader(m, f, *op).integer("block"), ir::kRowwiseBlock);
+    if (m.value_type(f, op->first_result).dtype == ir::DType::F8E5M2)
+      ++e5m2;
+    else
+      ++(op->phase == ir::Phase::Forward ? forward_e4m3 : backward_e4m3);
+  }
+  EXPECT_EQ(forward_e4m3, 2 * 6 * 2);   // 6 linear layers a block
+  EXPECT_EQ(backward_e4m3, 2 * 6 * 2);  // each linear's weight and input again
+  EXPECT_EQ(e5m2, 2 * 6 * 2);           // each linear's gradient, once per GEMM
+  // No backward GEMM reads a copy the forward made.
+  for (const ir::Op* op : select(m, {ir::OpKind::Einsum})) {
+    if (op->phase == ir::Phase::Forward) continue;
+    for (ir::ValueId v : f.operands(*op)) {
+      if (f.values[v].def == ir::kNone) continue;
+      const ir::Op& def = f.ops[f.values[v].def];
+      if (def.kind == ir::OpKind::Quantize) {
+        EXPECT_NE(def.phase, ir::Phase::Forward);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dstc::compiler
