@@ -784,20 +784,26 @@ TEST(Lowering, ThreeDParallelGptVerifiesUnderEverySchedule) {
   }
 }
 
+// A two-block GPT in bf16 on one device, its blocks repeated, the blocks'
+// linear layers in FP8 with `recipe`.
+std::unique_ptr<Compiled> compile_fp8_gpt(Fp8Recipe recipe) {
+  Gpt gpt = make_gpt(2, 8, 16, 32, 8, 64);
+  for (const Gpt::Block& b : gpt.blocks)
+    gpt.graph.nodes[gpt.graph.nodes[gpt.graph.nodes[b.q].parent].parent].repeated = true;
+  StrategySpec spec = make_spec(gpt.graph, {{"dp", 1}}, 8, 1);
+  spec.train.precision = ir::DType::BF16;
+  spec.train.fp8 = recipe;
+  set_default(spec, 0, S("b"));
+  return compile(gpt.graph, spec);
+}
+
 TEST(Lowering, Fp8RunsTheBlocksWeightGemmsOnQuantizedCopiesAndKeepsTheHeadInItsPrecision) {
   // fp8 = tensorwise (Transformer Engine's linear layers): in each block,
   // every einsum of an activation with a weight reads e4m3 copies, once per
   // value (q, k and v share their input's), and its two gradients read an
   // e5m2 copy of the output gradient; all write bf16. The head, outside
   // the repeated blocks, stays in bf16.
-  Gpt gpt = make_gpt(2, 8, 16, 32, 8, 64);
-  for (const Gpt::Block& b : gpt.blocks)
-    gpt.graph.nodes[gpt.graph.nodes[gpt.graph.nodes[b.q].parent].parent].repeated = true;
-  StrategySpec spec = make_spec(gpt.graph, {{"dp", 1}}, 8, 1);
-  spec.train.precision = ir::DType::BF16;
-  spec.train.fp8 = Fp8Recipe::Tensorwise;
-  set_default(spec, 0, S("b"));
-  auto c = compile(gpt.graph, spec);
+  auto c = compile_fp8_gpt(Fp8Recipe::Tensorwise);
   const ir::Module& m = c->module();
   const ir::Function& f = c->f();
   int e4m3 = 0, e5m2 = 0;
@@ -828,14 +834,7 @@ TEST(Lowering, Fp8RowwiseCastsEachBackwardGemmsOperandsAnewAsTorchaoDoes) {
   // weight it kept: per linear layer the weight for the input gradient,
   // the input for the weight gradient, and the output gradient once for
   // each.
-  Gpt gpt = make_gpt(2, 8, 16, 32, 8, 64);
-  for (const Gpt::Block& b : gpt.blocks)
-    gpt.graph.nodes[gpt.graph.nodes[gpt.graph.nodes[b.q].parent].parent].repeated = true;
-  StrategySpec spec = make_spec(gpt.graph, {{"dp", 1}}, 8, 1);
-  spec.train.precision = ir::DType::BF16;
-  spec.train.fp8 = Fp8Recipe::Rowwise;
-  set_default(spec, 0, S("b"));
-  auto c = compile(gpt.graph, spec);
+  auto c = compile_fp8_gpt(Fp8Recipe::Rowwise);
   const ir::Module& m = c->module();
   const ir::Function& f = c->f();
   int forward_e4m3 = 0, backward_e4m3 = 0, e5m2 = 0;
