@@ -596,6 +596,9 @@ void Executor::try_start(uint32_t c) {
       const Queue& compute = s.queues[static_cast<size_t>(ir::Stream::Compute)];
       if (gate != kNone && compute.pos < compute.ops.size() && compute.ops[compute.pos] < gate) continue;
     }
+    // One computation at a time on a device: a kernel on a side queue (a
+    // weight's cast ahead of its gather) waits for the one running.
+    if (!is_comm(f_.ops[id]) && s.computing != kNone) continue;
     queue.busy = true;
     if (is_comm(f_.ops[id])) {
       arrive(c, id);

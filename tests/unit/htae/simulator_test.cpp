@@ -380,6 +380,35 @@ func @f {
   EXPECT_EQ(run.report->peak_memory_bytes[0], (8 + 16 + 16 + 16 + 32) * 1024);
 }
 
+// A kernel on a side queue (a cast on the feature stream) and one on the
+// compute queue, both ready at once, share the device's one compute
+// engine: they run one after the other, and the step is their sum.
+TEST(Simulator, KernelsOfTwoQueuesRunOneAtATime) {
+  const char* both = R"(mesh world[d=1]
+func @f {
+  input %x on world : f32[4096, 4096]
+  param %w on world : f32[4096, 4096]
+  %y = relu(%x) on world <phase=forward> : f32[4096, 4096]
+  %q = quantize(%w) {dtype = "f8e4m3"} on world stream feature <phase=forward> : f8e4m3[4096, 4096]
+  return %y, %q
+}
+)";
+  const char* compute_only = R"(mesh world[d=1]
+func @f {
+  input %x on world : f32[4096, 4096]
+  param %w on world : f32[4096, 4096]
+  %y = relu(%x) on world <phase=forward> : f32[4096, 4096]
+  %q = quantize(%w) {dtype = "f8e4m3"} on world <phase=forward> : f8e4m3[4096, 4096]
+  return %y, %q
+}
+)";
+  Outcome side = simulate_text(both, test_cluster(1, 1));
+  Outcome serial = simulate_text(compute_only, test_cluster(1, 1));
+  ASSERT_TRUE(side.report) << side.errors;
+  ASSERT_TRUE(serial.report) << serial.errors;
+  EXPECT_DOUBLE_EQ(side.report->step_time_s, serial.report->step_time_s);
+}
+
 // A weight's FP8 copy is held as a weight, an activation's as an
 // activation (quantize moves what its operand is, as cast does), each with
 // its fp32 scales: one for the tensor, one per row.
