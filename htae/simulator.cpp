@@ -586,19 +586,36 @@ Activity Executor::classify(uint32_t c) const {
 
 void Executor::try_start(uint32_t c) {
   ClassState& s = state_[c];
-  for (uint8_t q = 0; q < queue_count_; ++q) {
-    Queue& queue = s.queues[q];
-    if (queue.busy || queue.pos >= queue.ops.size()) continue;
-    if (!head_ready(queue)) continue;
+  // The op at the head of queue q, if it may start now.
+  auto startable = [&](uint8_t q) -> OpId {
+    const Queue& queue = s.queues[q];
+    if (queue.busy || queue.pos >= queue.ops.size() || !head_ready(queue)) return kNone;
     OpId id = queue.ops[queue.pos];
     if (q == static_cast<uint8_t>(ir::Stream::Feature) && !feature_gate_.empty()) {
       OpId gate = feature_gate_[c][queue.pos];
       const Queue& compute = s.queues[static_cast<size_t>(ir::Stream::Compute)];
-      if (gate != kNone && compute.pos < compute.ops.size() && compute.ops[compute.pos] < gate) continue;
+      if (gate != kNone && compute.pos < compute.ops.size() && compute.ops[compute.pos] < gate) return kNone;
     }
-    // One computation at a time on a device: a kernel on a side queue (a
-    // weight's cast ahead of its gather) waits for the one running.
-    if (!is_comm(f_.ops[id]) && s.computing != kNone) continue;
+    // One computation at a time on a device.
+    if (!is_comm(f_.ops[id]) && s.computing != kNone) return kNone;
+    return id;
+  };
+  // A kernel on a side queue (a weight's cast ahead of its gather) goes
+  // before the compute queue's next one: it is short, and what it feeds
+  // is what the compute will wait for.
+  if (s.computing == kNone) {
+    for (uint8_t q = 1; q < queue_count_; ++q) {
+      OpId id = startable(q);
+      if (id == kNone || is_comm(f_.ops[id])) continue;
+      s.queues[q].busy = true;
+      start_compute(c, q, id);
+      break;
+    }
+  }
+  for (uint8_t q = 0; q < queue_count_; ++q) {
+    Queue& queue = s.queues[q];
+    OpId id = startable(q);
+    if (id == kNone) continue;
     queue.busy = true;
     if (is_comm(f_.ops[id])) {
       arrive(c, id);

@@ -79,8 +79,8 @@ ir::ValueId Lowering::recast_for_backward(const Emit& at, ir::ValueId copy, bool
   return quantize(at, function_->operands(op)[0], type_of(copy).dtype, layout);
 }
 
-ir::ValueId Lowering::fp8_input(const Emit& at, ir::ValueId v, const ir::Layout& from, const ir::Layout& to,
-                                bool reuse) {
+ir::ValueId Lowering::fp8_input(const Emit& at, ir::ValueId v, const ir::Layout& from, const ir::Layout& to, bool reuse,
+                                bool weight) {
   Emit boxing = at;
   boxing.stream = ir::Stream::Feature;
   // Quantized where it is stored and moved in fp8, as Transformer Engine
@@ -109,11 +109,15 @@ ir::ValueId Lowering::fp8_input(const Emit& at, ir::ValueId v, const ir::Layout&
   // Engine casts a value once (a weight once a step), however many GEMMs
   // read it.
   const bool rowwise = spec.train.fp8 == Fp8Recipe::Rowwise;
-  auto cast = [&](ir::ValueId x, const ir::Layout& layout) {
-    return rowwise ? quantize(at, x, ir::DType::F8E4M3, layout) : quantized(at, x, ir::DType::F8E4M3, layout);
+  auto cast = [&](const Emit& where, ir::ValueId x, const ir::Layout& layout) {
+    return rowwise ? quantize(where, x, ir::DType::F8E4M3, layout) : quantized(where, x, ir::DType::F8E4M3, layout);
   };
-  if (before && !(rowwise && from != to)) return box(boxing, cast(v, from), from, to, reuse);
-  return cast(box(boxing, v, from, to, reuse), to);
+  // A weight's shard cast to be gathered is cast on the gathers' queue,
+  // ahead of its use, as FSDP2 casts a float8 weight in the copy-in of an
+  // all-gather it prefetches under the layer before.
+  if (before && !(rowwise && from != to))
+    return box(boxing, cast(weight && from != to ? boxing : at, v, from), from, to, reuse);
+  return cast(at, box(boxing, v, from, to, reuse), to);
 }
 
 ir::ValueId Lowering::forward_contraction(const ForwardStep& f) {

@@ -513,9 +513,9 @@ ir::ValueId Lowering::op_input(const Emit& at, int32_t op, size_t i, bool recomp
   boxing.tensor = t;
   if (fp8_op(op)) {
     if (graph.tensors[t].kind == TensorKind::Param)
-      return fp8_input(at, param_value(t, at), param_layout(t), input_layout(op, i), false);
+      return fp8_input(at, param_value(t, at), param_layout(t), input_layout(op, i), false, true);
     ir::ValueId stored = input_value(t, at.micro_batch, at.stage, recompute);
-    ir::ValueId read = fp8_input(at, stored, sbp.layouts[t], input_layout(op, i), true);
+    ir::ValueId read = fp8_input(at, stored, sbp.layouts[t], input_layout(op, i), true, false);
     if (read != stored) function_->values[read].fill = slots_fill(t, input_layout(op, i));
     return read;
   }
@@ -689,7 +689,7 @@ void Lowering::emit_backward_block(int32_t stage, int32_t mb, bool input_grads, 
         if (fresh) {
           Emit boxing = at;
           boxing.stream = ir::Stream::Feature;
-          slot->second = fp8_op(op) ? fp8_input(at, stored, sbp.layouts[t], input_layout(op, i), false)
+          slot->second = fp8_op(op) ? fp8_input(at, stored, sbp.layouts[t], input_layout(op, i), false, false)
                                     : box(boxing, stored, sbp.layouts[t], input_layout(op, i), false);
         }
         return inputs[i] = slot->second;

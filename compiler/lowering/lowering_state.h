@@ -120,8 +120,10 @@ class Lowering {
   // cast from (torchao's rowwise linear); only a copy the forward made
   // where `forward_copies_only`; other values as they are.
   ir::ValueId recast_for_backward(const Emit& at, ir::ValueId copy, bool forward_copies_only);
-  // An FP8 op's input `v` (laid out `from`) in e4m3, laid out `to`.
-  ir::ValueId fp8_input(const Emit& at, ir::ValueId v, const ir::Layout& from, const ir::Layout& to, bool reuse);
+  // An FP8 op's input `v` (laid out `from`) in e4m3, laid out `to`; a
+  // `weight` cast before its gather is cast on the gathers' queue.
+  ir::ValueId fp8_input(const Emit& at, ir::ValueId v, const ir::Layout& from, const ir::Layout& to, bool reuse,
+                        bool weight);
 
   // A cross-entropy whose logits are split on their class dim (the
   // vocabulary-parallel loss): the axes that split it, and the layouts of
