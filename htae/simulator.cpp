@@ -503,12 +503,15 @@ void Executor::prepare() {
 void Executor::gate_parameter_gathers() {
   const size_t ops = f_.ops.size();
   auto is_arg = [&](ValueId v) { return f_.values[v].def == kNone; };
+  // A gather of a shard, or of its low-precision copy (a bf16 cast, or an
+  // FP8 weight's quantize, which FSDP2 runs in the gather's copy-in).
   auto parameter_gather = [&](const ir::Op& op) {
     if (op.kind != ir::OpKind::AllGather || op.stream != ir::Stream::Feature || op.operand_count != 1) return false;
     ValueId v = f_.operands(op)[0];
     if (is_arg(v)) return true;
     const ir::Op& def = f_.ops[f_.values[v].def];
-    return def.kind == ir::OpKind::Cast && def.operand_count == 1 && is_arg(f_.operands(def)[0]);
+    bool copy = def.kind == ir::OpKind::Cast || def.kind == ir::OpKind::Quantize;
+    return copy && def.operand_count == 1 && is_arg(f_.operands(def)[0]);
   };
   if (std::none_of(f_.ops.begin(), f_.ops.end(), parameter_gather)) return;
   // Per op: the first compute op that reads it, directly or through other
