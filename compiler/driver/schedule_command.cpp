@@ -1,7 +1,9 @@
 // dstc schedule: prints a pipeline schedule (built-in or a CSV table) as
 // per-rank action lists and a timestep grid, after checking it.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <memory>
 #include <ostream>
 
@@ -42,6 +44,20 @@ void print_summary(std::ostream& out, const schedule::ScheduleTable& table, cons
   int64_t slots = int64_t(run.num_steps) * table.num_ranks;
   out << fmt::format("{} steps at one action per step; ranks idle {:.1f}% of the time\n", run.num_steps,
                      slots ? 100.0 * double(slots - busy) / double(slots) : 0.0);
+}
+
+// Where stages run when not round-robin (a V, or a table's own placement),
+// for the first 16 ranks.
+void print_placement(std::ostream& out, const schedule::ScheduleTable& table) {
+  constexpr int32_t kShownRanks = 16;
+  std::vector<std::vector<int32_t>> held(static_cast<size_t>(std::min(table.num_ranks, kShownRanks)));
+  for (int32_t s = 0; s < table.num_stages; ++s)
+    if (int32_t r = table.rank_of_stage(s); r < kShownRanks) held[r].push_back(s);
+  out << "stages:";
+  for (size_t r = 0; r < held.size(); ++r)
+    out << fmt::format("{} rank {} holds {}", r ? ";" : "", r, fmt::join(held[r], ", "));
+  if (table.num_ranks > kShownRanks) out << fmt::format("; {} more ranks", table.num_ranks - kShownRanks);
+  out << "\n";
 }
 
 int run_schedule(const ScheduleOptions& o, CommandContext& ctx) {
@@ -90,6 +106,7 @@ int run_schedule(const ScheduleOptions& o, CommandContext& ctx) {
   schedule::ScheduleRun run = schedule::run_unit_time(*table);
   ctx.out << fmt::format("{}: {} ranks, {} stages, {} micro-batches\n", title, table->num_ranks, table->num_stages,
                          table->num_micro_batches);
+  if (!table->round_robin()) print_placement(ctx.out, *table);
   for (size_t r = 0; r < table->ranks.size(); ++r) {
     ctx.out << fmt::format("rank {}:", r);
     for (const schedule::Action& a : table->ranks[r]) ctx.out << " " << schedule::to_string(a);
@@ -116,7 +133,7 @@ Command add_schedule_command(CLI::App& root) {
   sub->add_option("--micro-batches", options->micro_batches, "Micro-batches per step")
       ->required()
       ->check(CLI::Range(1, 1 << 16));
-  sub->add_option("--virtual-stages", options->virtual_stages, "Stages per rank (interleaved)")
+  sub->add_option("--virtual-stages", options->virtual_stages, "Stages per rank (interleaved, or a table's)")
       ->check(CLI::Range(1, 1 << 10))
       ->capture_default_str();
   sub->add_option("--max-ongoing", options->max_ongoing, "Forward micro-batches in flight before their backward")

@@ -691,20 +691,29 @@ class StrategyElaborator {
         v.kind == ExprKind::Call && v.items[0]->kind == ExprKind::Name ? lowercase(v.items[0]->text) : "";
     if (callee == "interleaved" || callee == "table") {
       bool interleaved = callee == "interleaved";
-      if (v.args.size() != 1 || !v.args[0].name.empty()) {
+      size_t most = interleaved ? 1 : 2;
+      if (v.args.empty() || v.args.size() > most ||
+          std::any_of(v.args.begin(), v.args.end(), [](const auto& arg) { return !arg.name.empty(); })) {
         diags_.error(diag::kBadConfig, v.range,
-                     interleaved ? "write interleaved(V) with V virtual stages" : "write table(\"file.csv\")");
+                     interleaved ? "write interleaved(V) with V virtual stages"
+                                 : "write table(\"file.csv\"), or table(\"file.csv\", V) with V stages per rank");
         return;
       }
-      Value a = eval_.eval(*v.args[0].value, scope);
-      if (interleaved) {
-        if (a.type != ValueType::Int || a.i < 1) {
-          diags_.error(diag::kBadConfig, v.args[0].value->range, "interleaved(V) needs an integer V >= 1");
+      // interleaved(V)'s V, table(file, V)'s second argument: stages per rank.
+      const Expr* stages = interleaved ? v.args[0].value.get() : v.args.size() == 2 ? v.args[1].value.get() : nullptr;
+      if (stages) {
+        Value n = eval_.eval(*stages, scope);
+        if (n.type != ValueType::Int || n.i < 1) {
+          diags_.error(diag::kBadConfig, stages->range,
+                       fmt::format("{} needs an integer V >= 1", interleaved ? "interleaved(V)" : "table(file, V)"));
           return;
         }
+        c.virtual_stages = n.i;
+      }
+      if (interleaved) {
         c.kind = schedule::ScheduleKind::Interleaved;
-        c.virtual_stages = a.i;
       } else {
+        Value a = eval_.eval(*v.args[0].value, scope);
         if (a.type != ValueType::String) {
           diags_.error(diag::kBadConfig, v.args[0].value->range, "table(...) needs a file name in quotes");
           return;

@@ -97,7 +97,7 @@ struct ScheduleConfig {
   // --overlap-moe-expert-parallel-comm).
   std::optional<bool> overlap_all_to_all;
   std::optional<schedule::ScheduleKind> kind;  // a built-in schedule
-  int64_t virtual_stages = 1;                  // interleaved(v)
+  int64_t virtual_stages = 1;                  // interleaved(v), table("file.csv", v)
   std::string table;                           // or table("file.csv"), resolved like imports
   std::string selector;                        // as written; "" for the root
   SourceRange range;

@@ -473,7 +473,8 @@ class LogicalGraphBuilder {
         c.kind = sc.kind;
         c.virtual_stages.reset();
         c.table.reset();
-        if (sc.kind == schedule::ScheduleKind::Interleaved || (sc.kind && schedule::v_shaped(*sc.kind)))
+        if (sc.kind == schedule::ScheduleKind::Interleaved || (sc.kind && schedule::v_shaped(*sc.kind)) ||
+            !sc.table.empty())
           c.virtual_stages = static_cast<int32_t>(sc.virtual_stages);
         if (!sc.table.empty()) c.table = sc.table;
       }

@@ -86,6 +86,28 @@ std::string trimmed_grid(const ScheduleTable& table, const ScheduleRun& run) {
   return grid;
 }
 
+// An action on a rank that does not hold its stage. A table read from a
+// CSV file placed the stage by the first row to list it: the note points
+// there.
+void report_wrong_rank(const ScheduleTable& table, const Action& a, int32_t rank, SourceRange where,
+                       DiagnosticEngine& diags) {
+  const int32_t placed = table.rank_of_stage(a.stage);
+  auto error = diags.error(
+      diag::kScheduleWrongRank, where,
+      fmt::format("action {} runs on rank {}, but stage {} runs on rank {}", to_string(a), rank, a.stage, placed));
+  if (table.stage_ranks.empty()) {
+    error.note(fmt::format("stage s runs on rank s mod {} (the number of pipeline ranks)", table.num_ranks));
+    return;
+  }
+  const auto& row = table.ranks[placed];
+  auto first = std::find_if(row.begin(), row.end(), [&](const Action& b) { return b.stage == a.stage; });
+  if (first != row.end() && first->where.valid())
+    error.note(first->where, fmt::format("the first row to list stage {} is rank {}'s, which places the stage there",
+                                         a.stage, placed));
+  else
+    error.note(fmt::format("this schedule places stage {} on rank {}", a.stage, placed));
+}
+
 }  // namespace
 
 ScheduleRun run_unit_time(const ScheduleTable& table) {
@@ -214,13 +236,7 @@ bool check_schedule(const ScheduleTable& table, const ScheduleCheckOptions& opti
                                 to_string(a), S - 1, M - 1));
         continue;
       }
-      if (table.rank_of_stage(a.stage) != r) {
-        diags
-            .error(diag::kScheduleWrongRank, where(a),
-                   fmt::format("action {} runs on rank {}, but stage {} is placed on rank {}", to_string(a), r, a.stage,
-                               table.rank_of_stage(a.stage)))
-            .note(fmt::format("stage s runs on rank s mod {} (the number of pipeline ranks)", table.num_ranks));
-      }
+      if (table.rank_of_stage(a.stage) != r) report_wrong_rank(table, a, r, where(a), diags);
       if (options.forward_only && a.kind != ActionKind::Forward) {
         diags.error(diag::kScheduleUnexpectedAction, where(a),
                     fmt::format("action {} is a backward, but this schedule runs forwards only", to_string(a)));

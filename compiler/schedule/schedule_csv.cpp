@@ -31,6 +31,20 @@ std::string_view trim(std::string_view s, uint32_t& offset) {
   return s;
 }
 
+// A table's stage runs on the rank whose row lists it first, as PyTorch's
+// pipelining runtime places the stages a rank's row names: any placement,
+// round-robin, a V or other. A stage listed on a later row too is reported
+// by the check; a stage no row lists stays where round-robin puts it (its
+// missing actions are reported by the check).
+void place_stages(ScheduleTable& table) {
+  table.stage_ranks.assign(static_cast<size_t>(table.num_stages), -1);
+  for (int32_t r = 0; r < table.num_ranks; ++r)
+    for (const Action& a : table.ranks[r])
+      if (a.stage >= 0 && a.stage < table.num_stages && table.stage_ranks[a.stage] < 0) table.stage_ranks[a.stage] = r;
+  for (int32_t s = 0; s < table.num_stages; ++s)
+    if (table.stage_ranks[s] < 0) table.stage_ranks[s] = s % table.num_ranks;
+}
+
 }  // namespace
 
 std::optional<ScheduleTable> read_schedule_csv(FileId file, const PipelineDims& dims, DiagnosticEngine& diags) {
@@ -98,6 +112,7 @@ std::optional<ScheduleTable> read_schedule_csv(FileId file, const PipelineDims& 
                     table.ranks.size(), table.ranks.size() == 1 ? "" : "s", dims.ranks, dims.ranks == 1 ? "" : "s"));
   }
   if (diags.error_count() != errors_before) return std::nullopt;
+  place_stages(table);
   return table;
 }
 

@@ -150,6 +150,14 @@ std::vector<std::vector<Action>> zero_bubble_2p(const ScheduleRequest& req) {
 // W, so a rank holds about 2p half-size chunks, 1F1B's p stages' worth;
 // chunk 1's forward is never held back: its backward is what retires chunk
 // 0's.
+// ZB-V's and DualPipeV's V: rank r holds stage r going down and stage
+// 2·ranks − 1 − r coming back.
+std::vector<int32_t> v_placement(int32_t ranks) {
+  std::vector<int32_t> stage_ranks(2 * static_cast<size_t>(ranks));
+  for (int32_t r = 0; r < ranks; ++r) stage_ranks[r] = stage_ranks[2 * ranks - 1 - r] = r;
+  return stage_ranks;
+}
+
 std::vector<std::vector<Action>> zero_bubble_v(const ScheduleRequest& req) {
   const int32_t p = req.ranks, stages = kZeroBubbleVStagesPerRank * p;
   const int32_t limit = req.max_ongoing > 0 ? req.max_ongoing : p;
@@ -269,12 +277,12 @@ std::variant<ScheduleTable, std::string> generate_schedule(const ScheduleRequest
   table.ranks.resize(req.ranks);
   if (req.kind == ScheduleKind::ZeroBubbleV || (req.kind == ScheduleKind::DualPipeV && req.forward_only)) {
     // DualPipeV's inference runs ZB-V's forwards: both place the same V.
-    table.v_shape = true;
+    table.stage_ranks = v_placement(req.ranks);
     table.ranks = zero_bubble_v(req);
     return table;
   }
   if (req.kind == ScheduleKind::DualPipeV) {
-    table.v_shape = true;
+    table.stage_ranks = v_placement(req.ranks);
     table.names_pairs = true;
     for (int32_t r = 0; r < req.ranks; ++r) table.ranks[r] = dualpipe_v(r, req);
     return table;

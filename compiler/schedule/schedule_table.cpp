@@ -4,6 +4,18 @@
 
 namespace dstc::schedule {
 
+bool ScheduleTable::round_robin() const {
+  for (int32_t s = 0; s < static_cast<int32_t>(stage_ranks.size()); ++s)
+    if (stage_ranks[static_cast<size_t>(s)] != s % num_ranks) return false;
+  return true;
+}
+
+int32_t ScheduleTable::stages_on(int32_t rank) const {
+  int32_t held = 0;
+  for (int32_t s = 0; s < num_stages; ++s) held += rank_of_stage(s) == rank;
+  return held;
+}
+
 char action_letter(ActionKind kind) {
   switch (kind) {
     case ActionKind::Forward: return 'F';

@@ -41,19 +41,22 @@ struct ScheduleTable {
   int32_t num_micro_batches = 0;
   std::vector<std::vector<Action>> ranks;  // ranks[r] = rank r's actions in order
 
-  // Stages are placed round-robin ("looping"): stage s runs on rank s %
-  // num_ranks; or, V-shaped (ZB-V, DualPipeV), two per rank going down and
-  // back: rank r holds stages r and 2·num_ranks − 1 − r, so the first and
-  // last stage share rank 0.
-  bool v_shape = false;
+  // The rank each stage runs on, where stages are not placed round-robin
+  // ("looping": stage s on rank s % num_ranks, the 1F1B and interleaved
+  // placement): V-shaped for ZB-V and DualPipeV (rank r holds stages r and
+  // 2·num_ranks − 1 − r, so the first and last stage share rank 0), and a
+  // CSV table's stages wherever its rows run them.
+  std::vector<int32_t> stage_ranks;
   // The schedule names the forward-backward pairs `overlap_all_to_all`
   // interleaves (Action::pairs_with_next); otherwise every forward a
   // backward of another micro-batch follows is one.
   bool names_pairs = false;
   int32_t rank_of_stage(int32_t stage) const {
-    return v_shape && stage >= num_ranks ? 2 * num_ranks - 1 - stage : stage % num_ranks;
+    return stage_ranks.empty() ? stage % num_ranks : stage_ranks[static_cast<size_t>(stage)];
   }
+  bool round_robin() const;
   int32_t virtual_stages() const { return num_ranks ? num_stages / num_ranks : 0; }
+  int32_t stages_on(int32_t rank) const;
 };
 
 }  // namespace dstc::schedule

@@ -55,10 +55,11 @@ std::optional<htae::MemoryLowerBound> memory_bound_exceeding(const ir::Module& m
 std::vector<int64_t> micro_batches_held(const ir::Module& module, const compiler::ResolvedStrategy& resolved,
                                         int32_t pipeline_axis) {
   const schedule::ScheduleTable& table = resolved.table;
-  const int32_t chunks = std::max(1, table.virtual_stages());
   std::vector<int64_t> held_by_rank(table.ranks.size(), 1);
   std::vector<int32_t> chunks_run(static_cast<size_t>(std::max(0, table.num_micro_batches)), 0);
   for (size_t rank = 0; rank < table.ranks.size(); ++rank) {
+    // A micro-batch is held whole once the rank ran the forwards of all its stages.
+    const int32_t chunks = std::max(1, table.stages_on(static_cast<int32_t>(rank)));
     std::fill(chunks_run.begin(), chunks_run.end(), 0);
     int64_t whole = 0;
     for (const schedule::Action& a : table.ranks[rank]) {

@@ -1,7 +1,6 @@
 #include "compiler/strategy/strategy_tree.h"
 
 #include <algorithm>
-#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -133,9 +132,10 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
   }
 
   if (!pipelined && root.virtual_stages != 1) {
-    diags.error(dstc::diag::kScheduleUnavailable, schedule_where,
-                fmt::format("{} places {} stages on each pipeline rank, but the strategy has no pipeline",
-                            schedule::schedule_kind_name(root.kind), root.virtual_stages));
+    diags.error(
+        dstc::diag::kScheduleUnavailable, schedule_where,
+        fmt::format("{} places {} stages on each pipeline rank, but the strategy has no pipeline",
+                    root.table ? "the schedule table" : schedule::schedule_kind_name(root.kind), root.virtual_stages));
     return std::nullopt;
   }
 
@@ -227,14 +227,12 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
   schedule::PipelineDims dims{out.pipeline_ranks, root.virtual_stages, out.micro_batches};
   std::optional<schedule::ScheduleTable> table;
   if (root.table) {
-    std::filesystem::path path = *root.table;
-    if (schedule_where.valid() && path.is_relative())
-      path = std::filesystem::path(sources.file(schedule_where.file).path).parent_path() / path;
+    // The front end found the file beside the strategy that names it.
     std::string error;
-    std::optional<FileId> file = sources.load(path.string(), error);
+    std::optional<FileId> file = sources.load(*root.table, error);
     if (!file) {
       diags.error(diag::kScheduleTableUnreadable, schedule_where,
-                  fmt::format("cannot read the schedule table '{}': {}", path.string(), error));
+                  fmt::format("cannot read the schedule table '{}': {}", *root.table, error));
       return std::nullopt;
     }
     table = schedule::read_schedule_csv(*file, dims, diags);

@@ -164,7 +164,7 @@ TEST(ZeroBubble2P, HoldsAtMostTwicePAndLeavesOnlyTheFirstForwardsWait) {
 TEST(ZeroBubbleV, PlacesAVHoldsAbout1F1BsMemoryAndAlmostNoBubble) {
   int32_t p = 4, m = 8;
   ScheduleTable t = make(ScheduleKind::ZeroBubbleV, p, m, 2);
-  ASSERT_TRUE(t.v_shape);
+  ASSERT_FALSE(t.round_robin());
   EXPECT_EQ(t.num_stages, 2 * p);
   for (int32_t r = 0; r < p; ++r) {
     EXPECT_EQ(t.rank_of_stage(r), r);
@@ -193,7 +193,7 @@ TEST(ZeroBubbleV, PlacesAVHoldsAbout1F1BsMemoryAndAlmostNoBubble) {
 TEST(DualPipeV, RunsDeepSeeksPhasesInAV) {
   int32_t p = 4, m = 10;
   ScheduleTable t = make(ScheduleKind::DualPipeV, p, m, 2);
-  ASSERT_TRUE(t.v_shape);
+  ASSERT_FALSE(t.round_robin());
   EXPECT_EQ(t.num_stages, 2 * p);
   for (int32_t r = 0; r < p; ++r) {
     const auto& a = t.ranks[r];

@@ -32,6 +32,45 @@ TEST(ScheduleCsv, ReadsRowsSkipsCommunicationAndKeepsCellLocations) {
   EXPECT_TRUE(check_schedule(*table, {}, diags));
 }
 
+// A stage runs where its row lists it: rank 0 holds stages 0 and 3, rank 1
+// stages 1 and 2 (a V), and the check follows that placement.
+TEST(ScheduleCsv, PlacesEachStageOnTheRankWhoseRowListsIt) {
+  SourceManager sm;
+  FileId f = sm.add("v.csv", "0F0,3F0,3B0,0B0\n1F0,2F0,2B0,1B0\n");
+  DiagnosticEngine diags(sm);
+  auto table = read_schedule_csv(f, {2, 2, 1}, diags);
+  ASSERT_TRUE(table);
+  EXPECT_EQ(table->rank_of_stage(0), 0);
+  EXPECT_EQ(table->rank_of_stage(1), 1);
+  EXPECT_EQ(table->rank_of_stage(2), 1);
+  EXPECT_EQ(table->rank_of_stage(3), 0);
+  EXPECT_EQ(table->stages_on(1), 2);
+  EXPECT_TRUE(check_schedule(*table, {}, diags));
+  // Round-robin rows keep the round-robin placement.
+  FileId looping = sm.add("l.csv", "0F0,2F0,2B0,0B0\n1F0,3F0,3B0,1B0\n");
+  auto interleaved = read_schedule_csv(looping, {2, 2, 1}, diags);
+  ASSERT_TRUE(interleaved);
+  EXPECT_TRUE(interleaved->round_robin());
+  EXPECT_EQ(interleaved->rank_of_stage(3), 1);
+}
+
+// A stage listed on two rows: the later row is wrong, and the note points
+// at the first row's action, which placed the stage.
+TEST(ScheduleCsv, AStageOnTwoRowsPointsAtTheRowThatPlacedIt) {
+  SourceManager sm;
+  FileId f = sm.add("t.csv", "0F0,1F0\n1B0,0B0\n");
+  DiagnosticEngine diags(sm);
+  auto table = read_schedule_csv(f, {2, 1, 1}, diags);
+  ASSERT_TRUE(table);
+  EXPECT_FALSE(check_schedule(*table, {}, diags));
+  ASSERT_EQ(diags.diagnostics().size(), 2u);
+  const Diagnostic& wrong = diags.diagnostics()[0];
+  EXPECT_EQ(wrong.kind.name, "schedule-wrong-rank");
+  EXPECT_EQ(wrong.message, "action 1B0 runs on rank 1, but stage 1 runs on rank 0");
+  EXPECT_EQ(diags.location(wrong.range), "t.csv:2:1");
+  EXPECT_EQ(diags.location(wrong.notes.at(0).range), "t.csv:1:5");
+}
+
 TEST(ScheduleCheck, ReportsEveryKindOfBrokenTable) {
   SourceManager sm;
   struct Case {
