@@ -375,7 +375,8 @@ void add_backward_ops(std::vector<OpInfo>& t) {
                       }));
   t.push_back(priced_as(
       CostClass::Reduction,
-      make_op(OpKind::BatchNormWeightGrad, 4, 4, 2, {required("count", AttrType::Int), float_attr("eps", 1e-5)},
+      make_op(OpKind::BatchNormWeightGrad, 4, 4, 2,
+              {required("count", AttrType::Int), float_attr("eps", 1e-5), int_attr("groups", 1)},
               batchnorm_weight_grad_shape, [](const OpContext& c, Results r) { return per_input(c, r, 6); })));
   t.push_back(make_op(OpKind::BatchNormInputGrad, 7, 7, 1, {required("count", AttrType::Int), float_attr("eps", 1e-5)},
                       batchnorm_input_grad_shape, [](const OpContext& c, Results r) { return per_input(c, r, 8); }));

@@ -839,11 +839,11 @@ void add_forward_ops(std::vector<OpInfo>& t) {
   t.push_back(make_op(OpKind::Expand, 1, 1, 1,
                       {required("shape", AttrType::IntList), required("dims", AttrType::IntList)}, expand_shape,
                       no_flops));
-  t.push_back(
-      priced_as(CostClass::Reduction,
-                make_op(OpKind::BatchNormStats, 1, 1, 2, {}, batchnorm_stats_shape, [](const OpContext& c, Results r) {
-                  return OpCost{3.0 * static_cast<double>(c.operands[0].numel()), traffic(c, r)};
-                })));
+  t.push_back(priced_as(CostClass::Reduction,
+                        make_op(OpKind::BatchNormStats, 1, 1, 2, {int_attr("groups", 1)}, batchnorm_stats_shape,
+                                [](const OpContext& c, Results r) {
+                                  return OpCost{3.0 * static_cast<double>(c.operands[0].numel()), traffic(c, r)};
+                                })));
   t.push_back(make_op(OpKind::BatchNormApply, 5, 5, 1, {required("count", AttrType::Int), float_attr("eps", 1e-5)},
                       batchnorm_apply_shape, [](const OpContext& c, Results r) { return elementwise_cost(c, r, 4); }));
 }

@@ -145,8 +145,12 @@ uint32_t reduced_split_axes(const ir::Module& module, const ir::Function& f, con
     case OpKind::LayerNormWeightGrad: return split(1, [&](int d) { return d < rank_of(1) - 1; });
     case OpKind::Conv2dWeightGrad: return split(0, [](int d) { return d == 0; });
     case OpKind::BatchNormGrad: return result == 0 ? 0 : split(1, [](int d) { return d != 1; });
-    case OpKind::BatchNormStats: return split(0, [](int d) { return d != 1; });
-    case OpKind::BatchNormWeightGrad: return split(1, [](int d) { return d != 1; });
+    // Local statistics (groups > 1) keep the batch shards' sums apart.
+    case OpKind::BatchNormStats:
+    case OpKind::BatchNormWeightGrad: {
+      const bool local = attrs.integer("groups") > 1;
+      return split(op.kind == OpKind::BatchNormStats ? 0 : 1, [&](int d) { return d != 1 && !(local && d == 0); });
+    }
     case OpKind::RmsNormWeightGrad: return split(1, [&](int d) { return d < rank_of(1) - 1; });
     // dk and dv sum over q's rows: a split query sequence (context
     // parallelism) leaves them partial.

@@ -162,11 +162,14 @@ double default_tolerance(Arithmetic a) {
 int32_t reference_micro_batches(const ir::Module& strategy, int32_t strategy_micro_batches) {
   for (const ir::Function& f : strategy.functions) {
     for (const ir::Op& op : f.ops) {
-      // Statistics over each micro-batch: batch norm's, and the token
-      // counts of a load-balancing loss over all of its tokens (one count
-      // an expert; counts per sequence keep the batch dims, and so do not
+      // Statistics over each micro-batch: batch norm's (over each of its
+      // `groups` batch shards where they are local), and the token counts
+      // of a load-balancing loss over all of its tokens (one count an
+      // expert; counts per sequence keep the batch dims, and so do not
       // depend on how the batch is cut).
-      if (op.kind == ir::OpKind::BatchNorm || op.kind == ir::OpKind::BatchNormStats) return strategy_micro_batches;
+      if (op.kind == ir::OpKind::BatchNormStats)
+        return strategy_micro_batches * static_cast<int32_t>(ir::AttrReader(strategy, f, op).integer("groups"));
+      if (op.kind == ir::OpKind::BatchNorm) return strategy_micro_batches;
       if (op.kind == ir::OpKind::CountNonzero && strategy.value_type(f, f.result(op)).rank == 1)
         return strategy_micro_batches;
     }

@@ -114,7 +114,13 @@ int run_verify(CommandContext& ctx, const VerifyOptions& o) {
   ctx.out << fmt::format("{}: {} devices, {} ops; single device: {} ops; {} arithmetic, seed {}\n", strategy.name,
                          result.devices, programs->compiled.module.functions.front().ops.size(),
                          programs->reference.module.functions.front().ops.size(), o.arithmetic, o.seed);
-  if (programs->reference_micro_batches > 1)
+  if (programs->reference_micro_batches > programs->compiled.resolved.micro_batches)
+    ctx.out << fmt::format(
+        "reference: 1 device, {} micro-batches: each of the strategy's {} cut into its {} batch shards (with "
+        "batch_norm = local each device's batch norms use its own rows' statistics)\n",
+        programs->reference_micro_batches, programs->compiled.resolved.micro_batches,
+        programs->reference_micro_batches / programs->compiled.resolved.micro_batches);
+  else if (programs->reference_micro_batches > 1)
     ctx.out << fmt::format(
         "reference: 1 device, {} micro-batches as in the strategy (the model's batch statistics, of a batch norm "
         "or a load-balancing loss, are per micro-batch)\n",

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "backends/reference/verify.h"
+#include "ir/registry.h"
 #include "ir/source/diagnostic_kinds.h"
 #include "ir/verifier.h"
 
@@ -67,6 +68,37 @@ bool scale_groups_kept_whole(const ir::Module& module, const frontend::Strategy&
   return true;
 }
 
+// Local batch norm normalizes each batch shard by its own rows, which the
+// single-device reference reproduces by running one micro-batch per shard;
+// batch norms cut into different numbers of shards have no such reference.
+bool batch_norm_shards_agree(const ir::Module& module, const frontend::Strategy& strategy, DiagnosticEngine& diags) {
+  const ir::Function& f = module.functions.front();
+  const ir::Op* first = nullptr;
+  int64_t first_shards = 0;
+  for (const ir::Op& op : f.ops) {
+    if (op.kind != ir::OpKind::BatchNormStats) continue;
+    const int64_t shards = ir::AttrReader(module, f, op).integer("groups");
+    if (!first) {
+      first = &op, first_shards = shards;
+      continue;
+    }
+    if (shards == first_shards) continue;
+    auto scope = [&](const ir::Op& o) {
+      return o.loc != ir::kNoLoc ? std::string(module.str(module.loc(o.loc).scope)) : std::string("a batch norm");
+    };
+    diags
+        .error(diag::kVerifyBatchNormShards, strategy.run.range,
+               fmt::format("with batch_norm = local, {} normalizes each of {} batch shards by its own rows and {} "
+                           "each of {}: no single-device run cuts its batch both ways",
+                           scope(*first), first_shards, scope(op), shards))
+        .note(
+            "lay out every batch norm's input alike over the axes that split the batch, or verify with "
+            "batch_norm = sync");
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::optional<VerifyPrograms> compile_verify_programs(const StrategyRequest& request, SourceManager& sources,
@@ -93,6 +125,9 @@ std::optional<VerifyPrograms> compile_verify_programs(const StrategyRequest& req
   if (!compiled) return std::nullopt;
   if ((strategy.run.fp8 == compiler::Fp8Recipe::Blockwise || strategy.run.fp8 == compiler::Fp8Recipe::Rowwise) &&
       !scale_groups_kept_whole(compiled->module, strategy, diags))
+    return std::nullopt;
+  if (strategy.run.batch_norm == compiler::BatchNormStatistics::Local &&
+      !batch_norm_shards_agree(compiled->module, strategy, diags))
     return std::nullopt;
   // Batch norm normalises each micro-batch by its own statistics, and a
   // load-balancing loss counts each micro-batch's routes, so with either the

@@ -295,6 +295,9 @@ class StrategyElaborator {
         if (std::optional<bool> v = eval_.eval_bool(*e.value, sc, e.key)) run.overlap_grad_reduce = *v;
       } else if (e.key == "overlap_param_gather" && run.training) {
         if (std::optional<bool> v = eval_.eval_bool(*e.value, sc, e.key)) run.overlap_param_gather = *v;
+      } else if (e.key == "batch_norm" && run.training) {
+        std::string v = symbol(e, sc, {"sync", "local"});
+        if (!v.empty()) run.batch_norm = v == "local" ? BatchNormStatistics::Local : BatchNormStatistics::Sync;
       } else if (e.key == "grad_bucket" && run.training) {
         std::optional<int64_t> v = eval_.eval_int(*e.value, sc, e.key);
         if (v && *v < 0)
@@ -309,7 +312,7 @@ class StrategyElaborator {
                         "expert_load, moe_dispatcher{})",
                         e.key, run.training ? "train" : "inference",
                         run.training ? "optimizer, accumulate, master_weights, grad_precision, overlap_grad_reduce, "
-                                       "overlap_param_gather, grad_bucket, "
+                                       "overlap_param_gather, grad_bucket, batch_norm, "
                                      : "",
                         run.training ? "" : ", kv_cache, context"));
       }

@@ -35,6 +35,7 @@ struct ClusterReference {
   SourceRange range;
 };
 
+using compiler::BatchNormStatistics;
 using compiler::ContextParallelExchange;
 using compiler::Fp8Recipe;
 using compiler::MoeDispatcher;
@@ -62,6 +63,7 @@ struct RunConfig {
   // Gradient elements per rank reduced in one collective (Megatron-Core's
   // --ddp-bucket-size; 0: each tensor alone); unset: Megatron-Core's default.
   std::optional<int64_t> grad_bucket;
+  BatchNormStatistics batch_norm = BatchNormStatistics::Sync;
   int64_t accumulate = 1;  // gradient-accumulation steps per optimizer step
   Fp8Recipe fp8 = Fp8Recipe::None;
   SourceRange fp8_range;

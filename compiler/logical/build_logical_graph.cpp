@@ -424,6 +424,7 @@ class LogicalGraphBuilder {
     spec.train.overlap_grad_reduce = run.overlap_grad_reduce;
     spec.train.overlap_param_gather = run.overlap_param_gather;
     spec.train.grad_bucket = run.grad_bucket;
+    spec.train.batch_norm = run.batch_norm;
     spec.train.fp8 = run.fp8;
     spec.train.tp_comm_overlap = run.tp_comm_overlap;
     spec.train.expert_load = run.expert_load;

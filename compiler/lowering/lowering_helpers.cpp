@@ -42,18 +42,32 @@ ir::Layout reduced_layout(ir::Layout layout, const std::vector<int64_t>& dims) {
   return layout;
 }
 
-ir::Layout stats_layout(const ir::Layout& x, int rank) {
+namespace {
+bool splits_batch(const ir::Sbp& x) { return x.kind == ir::Sbp::Split && x.dim == 0; }
+}  // namespace
+
+ir::Layout stats_layout(const ir::Layout& x, int rank, bool local) {
   std::vector<int64_t> dims;
   for (int d = 0; d < rank; ++d)
     if (d != 1) dims.push_back(d);
-  return reduced_layout(x, dims);
+  ir::Layout out = reduced_layout(x, dims);
+  for (size_t i = 0; i < x.size(); ++i)
+    if (local && splits_batch(x[i])) out[i] = {ir::Sbp::Split, 0};
+  return out;
 }
 
-ir::Layout synced_stats_layout(const ir::Layout& x, const ir::Layout& stats) {
+ir::Layout synced_stats_layout(const ir::Layout& x, const ir::Layout& stats, bool local) {
   ir::Layout out = stats;
   for (size_t i = 0; i < x.size(); ++i)
-    if (x[i].kind == ir::Sbp::Split && x[i].dim != 1) out[i] = kBroadcast;
+    if (x[i].kind == ir::Sbp::Split && x[i].dim != 1 && !(local && splits_batch(x[i]))) out[i] = kBroadcast;
   return out;
+}
+
+int64_t batch_shards(const Lowering& l, const ir::Layout& x) {
+  int64_t shards = 1;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (splits_batch(x[i])) shards *= l.spec.mesh.axes()[i].size;
+  return shards;
 }
 
 std::vector<int64_t> pair(int64_t v) { return {v, v}; }

@@ -26,14 +26,20 @@ ir::Layout product_layout(const ir::Layout& a, const ir::Layout& b);
 // one of them becomes a partial sum, a split of another dim is re-indexed.
 ir::Layout reduced_layout(ir::Layout layout, const std::vector<int64_t>& dims);
 // Batchnorm's per-channel statistics on each mesh axis, given x's layout
-// and rank (x reduced over every dim but the channels, dim 1).
-ir::Layout stats_layout(const ir::Layout& x, int rank);
+// and rank (x reduced over every dim but the channels, dim 1). Local
+// statistics keep each batch shard's apart: on an axis splitting the batch
+// (dim 0) they are the shards' statistics side by side, split S(0).
+ir::Layout stats_layout(const ir::Layout& x, int rank, bool local = false);
 // The same statistics summed over the axes where x is split along another
-// dim than the channels (what SyncBN all-reduces); partial axes stay.
-ir::Layout synced_stats_layout(const ir::Layout& x, const ir::Layout& stats);
+// dim than the channels (what SyncBN all-reduces), but for the batch where
+// statistics are local; partial axes stay.
+ir::Layout synced_stats_layout(const ir::Layout& x, const ir::Layout& stats, bool local = false);
 std::vector<int64_t> pair(int64_t v);
 // Elements per channel that batchnorm's statistics cover: the whole
 // micro-batch over every device (SyncBN).
 int64_t batchnorm_count(const Lowering& l, int32_t op);
+// The batch shards local statistics keep apart: the devices of the mesh
+// axes that split x's batch (dim 0).
+int64_t batch_shards(const Lowering& l, const ir::Layout& x);
 
 }  // namespace dstc::compiler

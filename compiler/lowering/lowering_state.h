@@ -218,6 +218,8 @@ class Lowering {
   void backward_routing(BackwardStep& s);
   // A router z-loss's gradient for a softmax's logits.
   ir::ValueId z_loss_grad(BackwardStep& s);
+  // Local batch norm's per-shard sums added up into a parameter's partial gradient.
+  ir::ValueId sum_batch_shards(const Emit& at, ir::ValueId sums, const ir::Layout& shards, const ir::Layout& partial);
   // A load-balancing loss's gradient for a top_k's scores.
   ir::ValueId load_balancing_grad(BackwardStep& s, bool per_sequence);
   [[noreturn]] static void no_forward_lowering(const LogicalOp& lop);

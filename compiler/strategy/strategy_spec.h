@@ -72,9 +72,10 @@ struct TrainConfig {
   bool overlap_param_gather = true;           // sharded-state weights gathered at the next step's first use
   // Local gradient elements reduced together; unset: Megatron-Core's default.
   std::optional<int64_t> grad_bucket;
-  Fp8Recipe fp8 = Fp8Recipe::None;  // the blocks' weight matmuls in FP8
-  bool tp_comm_overlap = false;     // activations' gathers and scatters pipelined with their GEMMs
-  std::string expert_load;          // a per-expert routing histogram's path; "": the models' skew
+  BatchNormStatistics batch_norm = BatchNormStatistics::Sync;  // over the micro-batch, or each device's rows
+  Fp8Recipe fp8 = Fp8Recipe::None;                             // the blocks' weight matmuls in FP8
+  bool tp_comm_overlap = false;  // activations' gathers and scatters pipelined with their GEMMs
+  std::string expert_load;       // a per-expert routing histogram's path; "": the models' skew
   SourceRange expert_load_where;
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
   ContextParallelExchange cp_exchange = ContextParallelExchange::AllGather;

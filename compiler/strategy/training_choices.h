@@ -35,6 +35,12 @@ enum class MoeDispatcher : uint8_t { AllToAll, Deduplicated };
 // Transformer Engine's AttnFuncWithCPAndKVP2P).
 enum class ContextParallelExchange : uint8_t { AllGather, Ring };
 
+// Whose rows batch norm's statistics are over where the batch is split:
+// Sync normalises with the whole micro-batch's, its per-channel sums
+// all-reduced over the devices (SyncBN, torch.nn.SyncBatchNorm); Local
+// with each device's own rows (torch.nn.BatchNorm under DDP, its default).
+enum class BatchNormStatistics : uint8_t { Sync, Local };
+
 // A parameter read on pipeline stages that run on different devices (a tied
 // input embedding and output projection) is either kept on its first stage
 // and sent to the others each step, its gradients sent back (Transmit), or

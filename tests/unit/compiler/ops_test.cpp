@@ -135,6 +135,37 @@ TEST(OpsLowering, ConvNetDataParallelSyncsBatchNormStatistics) {
   EXPECT_EQ(ir::AttrReader(c->module(), c->f(), *apply).integer("count"), 8 * 8 * 8);
 }
 
+// batch_norm = local (DDP's BatchNorm): each rank's statistics are its own
+// rows', kept apart (S(0) over dp), so nothing is all-reduced before the
+// gradients; the parameters' gradients sum the ranks' sums (partial, then
+// reduced with the other gradients).
+TEST(OpsLowering, LocalBatchNormKeepsEachRanksStatistics) {
+  ConvNet net = make_convnet(8, 4, 8, 8, 10);
+  StrategySpec spec = make_spec(net.graph, {{"dp", 2}}, 8);
+  set_default(spec, 0, S("b"));
+  spec.train.batch_norm = BatchNormStatistics::Local;
+  auto c = compile(net.graph, spec);
+  ASSERT_TRUE(c->result);
+  EXPECT_TRUE(ops_of(*c, ir::OpKind::AllReduce, ir::Phase::Forward).empty());
+  EXPECT_TRUE(ops_of(*c, ir::OpKind::AllReduce, ir::Phase::InputGrad).empty());
+  const ir::Op* stats = ops_of(*c, ir::OpKind::BatchNormStats).front();
+  EXPECT_EQ(result_layout(*c, *stats), (ir::Layout{split(0)}));
+  EXPECT_EQ(ir::AttrReader(c->module(), c->f(), *stats).integer("groups"), 2);
+  // Each rank's 4 images of 8x8 per channel.
+  const ir::Op* apply = ops_of(*c, ir::OpKind::BatchNormApply).front();
+  EXPECT_EQ(ir::AttrReader(c->module(), c->f(), *apply).integer("count"), 4 * 8 * 8);
+  // dgamma and dbeta: each rank's sums viewed as [1, channels], summed to
+  // a partial gradient.
+  int viewed_sums = 0;
+  for (const ir::Op* view : ops_of(*c, ir::OpKind::Reshape)) {
+    const ir::Op& def = c->f().ops[c->f().values[c->f().operands(*view)[0]].def];
+    if (def.kind != ir::OpKind::BatchNormWeightGrad) continue;
+    ++viewed_sums;
+    EXPECT_EQ(result_layout(*c, *view), (ir::Layout{split(0)}));
+  }
+  EXPECT_EQ(viewed_sums, 2);
+}
+
 TEST(OpsLowering, BatchNormSplitByChannelKeepsStatisticsLocal) {
   ConvNet net = make_convnet(8, 4, 8, 8, 10);
   StrategySpec spec = make_spec(net.graph, {{"tp", 2}}, 8);

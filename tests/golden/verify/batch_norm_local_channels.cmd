@@ -1,0 +1,1 @@
+verify tests/golden/verify/batch_norm_local.dstrat --strategy LocalBatchNormChannelSplit --arithmetic f64
