@@ -175,7 +175,11 @@ std::optional<ResolvedStrategy> resolve_strategy(const LogicalGraph& graph, cons
           .error(diag::kPipelineTooFewLayers, spec.pipeline.where,
                  fmt::format("the pipeline has {} stages but '{}' has only {} children to place on them",
                              out.num_stages, graph.nodes[spec.pipeline.node].path, n))
-          .note(graph.nodes[spec.pipeline.node].where, "the pipelined node is declared here");
+          .note(graph.nodes[spec.pipeline.node].where, "the pipelined node is declared here")
+          .note(fmt::format("fewer stages (pipeline ranks x virtual stages), or written stage lists, which may "
+                            "leave stages empty as Megatron-Core's pipeline layouts do: `pipeline over {} {{ 0: ... "
+                            "1: ... }}` (docs/schedules.md)",
+                            spec.mesh.axes()[spec.pipeline.axis].name));
       return std::nullopt;
     }
     std::vector<int32_t> stage_of_child(graph.nodes.size(), -1);
