@@ -4,27 +4,15 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "compiler/driver/cli.h"
+#include "tests/unit/driver/emitted_ir.h"
 
 namespace dstc {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string ir_of(const fs::path& file, const std::string& strategy) {
-  const fs::path out = fs::temp_directory_path() / ("dstc_accumulate_test_" + strategy + ".ir");
-  std::ostringstream o, e;
-  EXPECT_EQ(run_cli({"compile", file.string(), "--strategy", strategy, "--emit", "ir", "-o", out.string()}, o, e),
-            kExitSuccess)
-      << e.str();
-  std::ifstream in(out);
-  std::stringstream text;
-  text << in.rdbuf();
-  fs::remove(out);
-  return text.str();
-}
+using testing::emitted_ir;
 
 TEST(Accumulate, IsTheProgramOfALargerBatchInAsManyMoreMicroBatches) {
   const fs::path file = fs::temp_directory_path() / "dstc_accumulate_test.dstrat";
@@ -49,10 +37,10 @@ strategy FewerMicroBatches for GPT2(layers = 2, hidden = 64, heads = 4, seq = 32
   use DataParallel()
 }
 )";
-  const std::string accumulated = ir_of(file, "Accumulated");
+  const std::string accumulated = emitted_ir(file, "Accumulated");
   EXPECT_FALSE(accumulated.empty());
-  EXPECT_EQ(accumulated, ir_of(file, "Larger"));
-  EXPECT_NE(accumulated, ir_of(file, "FewerMicroBatches"));
+  EXPECT_EQ(accumulated, emitted_ir(file, "Larger"));
+  EXPECT_NE(accumulated, emitted_ir(file, "FewerMicroBatches"));
   fs::remove(file);
 }
 

@@ -6,27 +6,15 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "compiler/driver/cli.h"
+#include "tests/unit/driver/emitted_ir.h"
 
 namespace dstc {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string ir_of(const fs::path& file, const std::string& strategy) {
-  const fs::path out = fs::temp_directory_path() / ("dstc_table_placement_test_" + strategy + ".ir");
-  std::ostringstream o, e;
-  EXPECT_EQ(run_cli({"compile", file.string(), "--strategy", strategy, "--emit", "ir", "-o", out.string()}, o, e),
-            kExitSuccess)
-      << e.str();
-  std::ifstream in(out);
-  std::stringstream text;
-  text << in.rdbuf();
-  fs::remove(out);
-  return text.str();
-}
+using testing::emitted_ir;
 
 TEST(ScheduleTablePlacement, AVShapedTableCompilesAsTheBuiltInSchedule) {
   const fs::path dir = fs::temp_directory_path() / "dstc_table_placement_test";
@@ -53,9 +41,9 @@ strategy Table for GPT2(layers = 4, hidden = 16, heads = 2, seq = 8, vocab = 50)
   pipeline blocks over pp
 }
 )";
-  const std::string built_in = ir_of(file, "BuiltIn");
+  const std::string built_in = emitted_ir(file, "BuiltIn");
   EXPECT_FALSE(built_in.empty());
-  EXPECT_EQ(ir_of(file, "Table"), built_in);
+  EXPECT_EQ(emitted_ir(file, "Table"), built_in);
   fs::remove_all(dir);
 }
 
