@@ -3,6 +3,7 @@
 // values on every rank equal the reference executor's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -25,9 +26,14 @@ std::vector<std::string> words(const std::string& line) {
 }
 
 // The example commands of tests/golden/verify ("verify examples/X.dstrat
-// -D ...") whose verification passes.
-std::vector<std::vector<std::string>> example_verify_commands() {
-  std::vector<std::vector<std::string>> commands;
+// -D ...") whose verification passes, each named for its .cmd file.
+struct ExampleRun {
+  std::string name;
+  std::vector<std::string> args;
+};
+
+std::vector<ExampleRun> example_verify_commands() {
+  std::vector<ExampleRun> commands;
   for (const auto& entry : fs::directory_iterator(fs::path(DSTC_SOURCE_DIR) / "tests/golden/verify")) {
     if (entry.path().extension() != ".cmd") continue;
     std::ifstream in(entry.path());
@@ -40,24 +46,30 @@ std::vector<std::vector<std::string>> example_verify_commands() {
     std::getline(expected, status);
     if (status != "=== exit 0") continue;
     args[1] = (fs::path(DSTC_SOURCE_DIR) / args[1]).string();
-    commands.push_back(std::move(args));
+    commands.push_back({entry.path().stem().string(), std::move(args)});
   }
-  std::sort(commands.begin(), commands.end());
+  std::sort(commands.begin(), commands.end(), [](const ExampleRun& a, const ExampleRun& b) { return a.name < b.name; });
   return commands;
 }
 
-TEST(RunCommand, EveryExampleStrategyRunsAndMatchesTheReferenceOnEveryRank) {
-  std::vector<std::vector<std::string>> commands = example_verify_commands();
-  EXPECT_GE(commands.size(), 30u);
-  for (std::vector<std::string> args : commands) {
-    args[0] = "run";
-    for (const char* extra : {"--check", "--warmup", "0", "--steps", "1"}) args.emplace_back(extra);
-    std::ostringstream out, err;
-    int code = run_cli(args, out, err);
-    EXPECT_EQ(code, kExitSuccess) << args[1] << "\n" << out.str() << err.str();
-    EXPECT_NE(out.str().find("check: PASS"), std::string::npos) << args[1] << "\n" << out.str() << err.str();
-  }
+TEST(RunCommand, EveryExampleStrategyHasARun) { EXPECT_GE(example_verify_commands().size(), 30u); }
+
+// One test per example, so that they run side by side and each stays well
+// inside the test timeout, under the sanitizers too.
+class ExampleStrategyRun : public ::testing::TestWithParam<ExampleRun> {};
+
+TEST_P(ExampleStrategyRun, MatchesTheReferenceOnEveryRank) {
+  std::vector<std::string> args = GetParam().args;
+  args[0] = "run";
+  for (const char* extra : {"--check", "--warmup", "0", "--steps", "1"}) args.emplace_back(extra);
+  std::ostringstream out, err;
+  int code = run_cli(args, out, err);
+  EXPECT_EQ(code, kExitSuccess) << args[1] << "\n" << out.str() << err.str();
+  EXPECT_NE(out.str().find("check: PASS"), std::string::npos) << args[1] << "\n" << out.str() << err.str();
 }
+
+INSTANTIATE_TEST_SUITE_P(Examples, ExampleStrategyRun, ::testing::ValuesIn(example_verify_commands()),
+                         [](const ::testing::TestParamInfo<ExampleRun>& example) { return example.param.name; });
 
 TEST(RunCommand, StepsTrainOnTheUpdatedWeights) {
   std::ostringstream out, err;
@@ -81,9 +93,18 @@ TEST(RunCommand, StepsTrainOnTheUpdatedWeights) {
 // KV cache) and print no loss; --check compares every rank's output.
 TEST(RunCommand, InferenceStepsRunTheForwardAndCheckTheOutput) {
   std::ostringstream out, err;
-  int code = run_cli({"run", std::string(DSTC_SOURCE_DIR) + "/examples/llama3_8b_serving.dstrat", "--strategy",
-                      "Llama3_8B_Decode", "-D", "tp=2", "-D", "batch=2", "-D", "context=3", "-D", "hidden=16", "-D",
-                      "heads=4", "-D", "kv_heads=2", "-D", "ffn=16", "-D", "layers=1", "-D", "vocab=32", "--check"},
+  int code = run_cli({"run",        std::string(DSTC_SOURCE_DIR) + "/examples/llama3_8b_serving.dstrat",
+                      "--strategy", "Llama3_8B_Decode",
+                      "-D",         "tp=2",
+                      "-D",         "batch=2",
+                      "-D",         "context=3",
+                      "-D",         "hidden=16",
+                      "-D",         "heads=4",
+                      "-D",         "kv_heads=2",
+                      "-D",         "ffn=16",
+                      "-D",         "layers=1",
+                      "-D",         "vocab=32",
+                      "--check"},
                      out, err);
   ASSERT_EQ(code, kExitSuccess) << err.str();
   EXPECT_NE(out.str().find("step 2 "), std::string::npos) << out.str();
