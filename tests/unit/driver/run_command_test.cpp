@@ -32,6 +32,9 @@ struct ExampleRun {
   std::vector<std::string> args;
 };
 
+// How test names show the parameter (its bytes otherwise, pointers and all).
+void PrintTo(const ExampleRun& run, std::ostream* out) { *out << run.name; }
+
 std::vector<ExampleRun> example_verify_commands() {
   std::vector<ExampleRun> commands;
   for (const auto& entry : fs::directory_iterator(fs::path(DSTC_SOURCE_DIR) / "tests/golden/verify")) {
