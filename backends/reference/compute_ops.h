@@ -1,5 +1,5 @@
-// Runs one compute or optimizer op on one device: reads the op's attributes
-// and calls its kernel (kernels.h).
+// Runs one compute or optimizer op on one device: its binding in the kernel
+// table (kernel_table.h) reads the op's attributes and calls its kernel.
 #pragma once
 
 #include <span>

@@ -5,7 +5,9 @@
 #include <numbers>
 #include <vector>
 
+#include "backends/reference/kernel_table.h"
 #include "backends/reference/kernels.h"
+#include "backends/reference/op_context.h"
 
 namespace dstc::reference::kernels {
 
@@ -217,3 +219,49 @@ void attention_grad(const HostTensor& dout, const HostTensor& q, const HostTenso
 }
 
 }  // namespace dstc::reference::kernels
+
+namespace dstc::reference {
+
+using ir::OpKind;
+
+void bind_backward_kernels(KernelTable& t) {
+  for (const ir::PointwiseOp& p : ir::pointwise_ops())
+    t.bind(p.grad, [](const KernelCall& c) {
+      kernels::pointwise_grad(*ir::find_pointwise(c.ctx.op.kind), c.x(0), c.x(1), c.y());
+    });
+  t.bind(OpKind::SoftmaxGrad, [](const KernelCall& c) { kernels::softmax_grad(c.x(0), c.x(1), c.dim(1), c.y()); });
+  t.bind(OpKind::LogSoftmaxGrad,
+         [](const KernelCall& c) { kernels::log_softmax_grad(c.x(0), c.x(1), c.dim(1), c.y()); });
+  t.bind(OpKind::MaximumGrad,
+         [](const KernelCall& c) { kernels::maximum_grad(c.x(0), c.x(1), c.x(2), c.out[0], c.out[1]); });
+  t.bind(OpKind::RmsNormGrad, [](const KernelCall& c) {
+    kernels::rms_norm_grad(c.x(0), c.x(1), c.in.size() > 2 ? c.in[2] : nullptr, c.attrs.real("eps"), c.y());
+  });
+  t.bind(OpKind::RmsNormWeightGrad,
+         [](const KernelCall& c) { kernels::rms_norm_weight_grad(c.x(0), c.x(1), c.attrs.real("eps"), c.y()); });
+  t.bind(OpKind::LayerNormGrad,
+         [](const KernelCall& c) { kernels::layernorm_grad(c.x(0), c.x(1), c.x(2), c.attrs.real("eps"), c.y()); });
+  t.bind(OpKind::LayerNormWeightGrad, [](const KernelCall& c) {
+    kernels::layernorm_weight_grad(c.x(0), c.x(1), c.attrs.real("eps"), c.out[0], c.out[1]);
+  });
+  t.bind(OpKind::DropoutGrad,
+         [](const KernelCall& c) { kernels::dropout_grad(c.x(0), c.x(1), c.attrs.real("p"), c.y()); });
+  t.bind(OpKind::EmbeddingGrad, [](const KernelCall& c) {
+    kernels::embedding_grad(c.x(0), c.x(1), first_row(c.ctx, c.attrs, c.attrs.integer("vocab")), c.y());
+  });
+  t.bind(OpKind::CrossEntropyGrad, [](const KernelCall& c) {
+    if (!kernels::cross_entropy_grad(c.x(0), c.x(1), c.x(2), c.attrs.string("reduction") == "mean", c.y()))
+      c.error = "a label is outside the logits' classes";
+  });
+  t.bind(OpKind::CrossEntropyPartsGrad, [](const KernelCall& c) {
+    kernels::cross_entropy_parts_grad(c.x(0), c.x(1), c.x(2), c.x(3), c.x(4),
+                                      first_class(result_placement(c.ctx, c.y().shape)), c.y());
+  });
+  t.bind(OpKind::AttentionGrad, [](const KernelCall& c) {
+    kernels::attention_grad(c.x(0), c.x(1), c.x(2), c.x(3), c.attrs.boolean("causal"),
+                            first_query(c.ctx, c.x(1).shape, c.x(2).dim(2)), c.attrs.real("scale"), c.out[0], c.out[1],
+                            c.out[2]);
+  });
+}
+
+}  // namespace dstc::reference

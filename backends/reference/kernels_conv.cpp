@@ -3,7 +3,9 @@
 #include <limits>
 #include <utility>
 
+#include "backends/reference/kernel_table.h"
 #include "backends/reference/kernels.h"
+#include "backends/reference/op_context.h"
 
 namespace dstc::reference::kernels {
 
@@ -216,3 +218,45 @@ void batchnorm_input_grad(const HostTensor& dy, const HostTensor& x, const Batch
 }
 
 }  // namespace dstc::reference::kernels
+
+namespace dstc::reference {
+
+namespace {
+
+using ir::OpKind;
+
+kernels::BatchStats batch_stats(const KernelCall& c, size_t sum) {
+  return {c.x(sum), c.x(sum + 1), static_cast<double>(c.attrs.integer("count")), c.attrs.real("eps")};
+}
+
+}  // namespace
+
+void bind_conv_kernels(KernelTable& t) {
+  t.bind(OpKind::Conv2d, [](const KernelCall& c) { kernels::conv2d(c.x(0), c.x(1), conv_params(c.attrs), c.y()); });
+  t.bind(OpKind::Conv2dInputGrad,
+         [](const KernelCall& c) { kernels::conv2d_input_grad(c.x(0), c.x(2), conv_params(c.attrs), c.y()); });
+  t.bind(OpKind::Conv2dWeightGrad,
+         [](const KernelCall& c) { kernels::conv2d_weight_grad(c.x(0), c.x(1), conv_params(c.attrs), c.y()); });
+  t.bind(OpKind::MaxPool2d, [](const KernelCall& c) { kernels::max_pool2d(c.x(0), pool_params(c.attrs), c.y()); });
+  t.bind(OpKind::MaxPool2dGrad,
+         [](const KernelCall& c) { kernels::max_pool2d_grad(c.x(0), c.x(1), pool_params(c.attrs), c.y()); });
+  t.bind(OpKind::AvgPool2d, [](const KernelCall& c) { kernels::avg_pool2d(c.x(0), pool_params(c.attrs), c.y()); });
+  t.bind(OpKind::AvgPool2dGrad,
+         [](const KernelCall& c) { kernels::avg_pool2d_grad(c.x(0), pool_params(c.attrs), c.y()); });
+  t.bind(OpKind::BatchNorm,
+         [](const KernelCall& c) { kernels::batchnorm(c.x(0), c.x(1), c.x(2), c.attrs.real("eps"), c.y()); });
+  t.bind(OpKind::BatchNormGrad, [](const KernelCall& c) {
+    kernels::batchnorm_grad(c.x(0), c.x(1), c.x(2), c.attrs.real("eps"), c.out[0], c.out[1], c.out[2]);
+  });
+  t.bind(OpKind::BatchNormStats, [](const KernelCall& c) { kernels::batchnorm_stats(c.x(0), c.out[0], c.out[1]); });
+  t.bind(OpKind::BatchNormApply,
+         [](const KernelCall& c) { kernels::batchnorm_apply(c.x(0), batch_stats(c, 1), c.x(3), c.x(4), c.y()); });
+  t.bind(OpKind::BatchNormWeightGrad, [](const KernelCall& c) {
+    kernels::batchnorm_weight_grad(c.x(0), c.x(1), batch_stats(c, 2), c.out[0], c.out[1]);
+  });
+  t.bind(OpKind::BatchNormInputGrad, [](const KernelCall& c) {
+    kernels::batchnorm_input_grad(c.x(0), c.x(1), batch_stats(c, 2), c.x(4), c.x(5), c.x(6), c.y());
+  });
+}
+
+}  // namespace dstc::reference

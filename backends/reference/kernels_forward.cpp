@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "backends/reference/dropout_mask.h"
+#include "backends/reference/kernel_table.h"
 #include "backends/reference/kernels.h"
+#include "backends/reference/op_context.h"
 
 namespace dstc::reference::kernels {
 
@@ -372,3 +374,85 @@ void attention_merge(const HostTensor& o, const HostTensor& lse, HostTensor& out
 }
 
 }  // namespace dstc::reference::kernels
+
+namespace dstc::reference {
+
+using ir::OpKind;
+
+void bind_forward_kernels(KernelTable& t) {
+  for (const ir::PointwiseOp& p : ir::pointwise_ops())
+    t.bind(p.kind, [](const KernelCall& c) { kernels::pointwise(*ir::find_pointwise(c.ctx.op.kind), c.x(0), c.y()); });
+  t.bind(OpKind::Matmul, [](const KernelCall& c) {
+    kernels::matmul(c.x(0), c.x(1), c.attrs.boolean("transpose_a"), c.attrs.boolean("transpose_b"), c.y());
+  });
+  t.bind(OpKind::Einsum, [](const KernelCall& c) { kernels::einsum(c.attrs.string("spec"), c.in, c.y()); });
+  t.bind(OpKind::Add, [](const KernelCall& c) { kernels::binary(kernels::Binary::Add, c.x(0), c.x(1), c.y()); });
+  t.bind(OpKind::Sub, [](const KernelCall& c) { kernels::binary(kernels::Binary::Sub, c.x(0), c.x(1), c.y()); });
+  t.bind(OpKind::Mul, [](const KernelCall& c) { kernels::binary(kernels::Binary::Mul, c.x(0), c.x(1), c.y()); });
+  t.bind(OpKind::Div, [](const KernelCall& c) { kernels::binary(kernels::Binary::Div, c.x(0), c.x(1), c.y()); });
+  t.bind(OpKind::Maximum, [](const KernelCall& c) { kernels::binary(kernels::Binary::Max, c.x(0), c.x(1), c.y()); });
+  t.bind(OpKind::Exp, [](const KernelCall& c) { kernels::unary(kernels::Unary::Exp, c.x(0), c.y()); });
+  t.bind(OpKind::Sqrt, [](const KernelCall& c) { kernels::unary(kernels::Unary::Sqrt, c.x(0), c.y()); });
+  t.bind(OpKind::Scale, [](const KernelCall& c) { kernels::scale(c.x(0), c.attrs.real("factor"), c.y()); });
+  t.bind(OpKind::Rope, [](const KernelCall& c) {
+    // Positions are logical: a shard of the sequence starts at its offset.
+    const int dim = c.dim();
+    DevicePlacement where = result_placement(c.ctx, c.y().shape);
+    kernels::rope(c.x(0), dim, c.attrs.real("base"), c.attrs.boolean("inverse"),
+                  c.attrs.integer("offset") + where.offset[static_cast<size_t>(dim)], c.y());
+  });
+  t.bind(OpKind::Softmax, [](const KernelCall& c) { kernels::softmax(c.x(0), c.dim(), c.y()); });
+  t.bind(OpKind::LogSoftmax, [](const KernelCall& c) { kernels::log_softmax(c.x(0), c.dim(), c.y()); });
+  t.bind(OpKind::RmsNorm, [](const KernelCall& c) {
+    kernels::rms_norm(c.x(0), c.in.size() > 1 ? c.in[1] : nullptr, c.attrs.real("eps"), c.y());
+  });
+  t.bind(OpKind::LayerNorm,
+         [](const KernelCall& c) { kernels::layernorm(c.x(0), c.x(1), c.x(2), c.attrs.real("eps"), c.y()); });
+  t.bind(OpKind::Dropout, [](const KernelCall& c) {
+    DevicePlacement where = dropout_placement(c.ctx, c.y().shape);
+    kernels::dropout(c.x(0), c.attrs.real("p"), static_cast<uint64_t>(c.attrs.integer("seed")),
+                     {where.logical_shape, where.offset}, c.y(), c.out[1]);
+  });
+  t.bind(OpKind::Embedding, [](const KernelCall& c) {
+    kernels::embedding(c.x(0), c.x(1), first_row(c.ctx, c.attrs, c.x(0).dim(0)), c.y());
+  });
+  t.bind(OpKind::CrossEntropy, [](const KernelCall& c) {
+    if (!kernels::cross_entropy(c.x(0), c.x(1), c.attrs.string("reduction") == "mean", c.y()))
+      c.error = "a label is outside the logits' classes";
+  });
+  t.bind(OpKind::CrossEntropyParts, [](const KernelCall& c) {
+    kernels::cross_entropy_parts(c.x(0), c.x(1), c.x(2), first_class(operand_placement(c.ctx, 0, c.x(0).shape)),
+                                 c.out[0], c.out[1]);
+  });
+  t.bind(OpKind::CrossEntropyTotal, [](const KernelCall& c) { kernels::cross_entropy_total(c.x(0), c.x(1), c.y()); });
+  t.bind(OpKind::Attention, [](const KernelCall& c) {
+    // A KV cache: its first `context` positions precede the step's k and
+    // v. Without any (a prefill), it is only written, and may be a shard
+    // (cache_shards).
+    const int64_t context = c.attrs.integer("context");
+    if (c.in.size() == 3 || context == 0) {
+      kernels::attention(c.x(0), c.x(1), c.x(2), c.attrs.boolean("causal"),
+                         first_query(c.ctx, c.x(0).shape, c.x(1).dim(2)), c.attrs.real("scale"), c.y());
+      return;
+    }
+    HostTensor keys = kernels::held_positions(c.x(3), 0, context, c.x(1));
+    HostTensor values = kernels::held_positions(c.x(4), 0, context, c.x(2));
+    kernels::attention(c.x(0), keys, values, c.attrs.boolean("causal"), first_query(c.ctx, c.x(0).shape, keys.dim(2)),
+                       c.attrs.real("scale"), c.y());
+  });
+  t.bind(OpKind::AttentionPart, [](const KernelCall& c) {
+    // This shard's run of positions starts at the cache's offset; q's
+    // first row is at the context plus its own offset in the step.
+    const int64_t context = c.attrs.integer("context");
+    const int64_t first = operand_placement(c.ctx, 3, c.x(3).shape).offset[2];
+    DevicePlacement queries = operand_placement(c.ctx, 0, c.x(0).shape);
+    const int64_t first_query = context + c.x(1).dim(2) - queries.logical_shape[2] + queries.offset[2];
+    HostTensor keys = kernels::held_positions(c.x(3), first, context, c.x(1));
+    HostTensor values = kernels::held_positions(c.x(4), first, context, c.x(2));
+    kernels::attention(c.x(0), keys, values, c.attrs.boolean("causal"), first_query - first, c.attrs.real("scale"),
+                       c.y(), &c.out[1]);
+  });
+  t.bind(OpKind::AttentionMerge, [](const KernelCall& c) { kernels::attention_merge(c.x(0), c.x(1), c.y()); });
+}
+
+}  // namespace dstc::reference

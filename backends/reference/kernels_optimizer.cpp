@@ -1,7 +1,9 @@
 // Optimizer updates and gradient accumulation.
 #include <cmath>
 
+#include "backends/reference/kernel_table.h"
 #include "backends/reference/kernels.h"
+#include "backends/reference/op_context.h"
 
 namespace dstc::reference::kernels {
 
@@ -27,3 +29,22 @@ void accumulate(const HostTensor& acc, const HostTensor& x, HostTensor& out) {
 }
 
 }  // namespace dstc::reference::kernels
+
+namespace dstc::reference {
+
+using ir::OpKind;
+
+void bind_optimizer_kernels(KernelTable& t) {
+  t.bind(OpKind::Sgd, [](const KernelCall& c) {
+    kernels::sgd(c.x(0), c.x(1), c.attrs.real("lr"), c.attrs.real("weight_decay"), c.y());
+  });
+  t.bind(OpKind::Adam, [](const KernelCall& c) {
+    kernels::AdamParams p{c.attrs.real("lr"),           c.attrs.real("beta1"),
+                          c.attrs.real("beta2"),        c.attrs.real("eps"),
+                          c.attrs.real("weight_decay"), c.attrs.integer("step") + c.ctx.steps_before};
+    kernels::adam(c.x(0), c.x(1), c.x(2), c.x(3), p, c.out[0], c.out[1], c.out[2]);
+  });
+  t.bind(OpKind::Accumulate, [](const KernelCall& c) { kernels::accumulate(c.x(0), c.x(1), c.y()); });
+}
+
+}  // namespace dstc::reference

@@ -4,7 +4,9 @@
 #include <numeric>
 #include <vector>
 
+#include "backends/reference/kernel_table.h"
 #include "backends/reference/kernels.h"
+#include "backends/reference/op_context.h"
 
 namespace dstc::reference::kernels {
 namespace {
@@ -122,3 +124,31 @@ void combine_gate_grad(const HostTensor& dz, const HostTensor& y, const HostTens
 }
 
 }  // namespace dstc::reference::kernels
+
+namespace dstc::reference {
+
+namespace {
+
+using ir::OpKind;
+
+kernels::TopKGroups top_k_groups(const KernelCall& c) {
+  return {c.attrs.integer("groups"), c.attrs.integer("group_k")};
+}
+
+}  // namespace
+
+void bind_routing_kernels(KernelTable& t) {
+  t.bind(OpKind::TopK,
+         [](const KernelCall& c) { kernels::top_k(c.x(0), c.dim(), c.attrs.integer("k"), top_k_groups(c), c.y()); });
+  t.bind(OpKind::TopKGrad, [](const KernelCall& c) {
+    kernels::top_k_grad(c.x(0), c.x(1), c.dim(1), c.attrs.integer("k"), top_k_groups(c), c.y());
+  });
+  t.bind(OpKind::Dispatch,
+         [](const KernelCall& c) { kernels::dispatch(c.x(0), c.x(1), c.attrs.boolean("weighted"), c.y()); });
+  t.bind(OpKind::Combine,
+         [](const KernelCall& c) { kernels::combine(c.x(0), c.x(1), c.attrs.boolean("weighted"), c.y()); });
+  t.bind(OpKind::CombineGateGrad,
+         [](const KernelCall& c) { kernels::combine_gate_grad(c.x(0), c.x(1), c.x(2), c.y()); });
+}
+
+}  // namespace dstc::reference

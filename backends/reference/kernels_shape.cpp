@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "backends/reference/arithmetic.h"
+#include "backends/reference/kernel_table.h"
 #include "backends/reference/kernels.h"
+#include "backends/reference/op_context.h"
 #include "ir/fp8_scales.h"
 
 namespace dstc::reference::kernels {
@@ -157,3 +159,37 @@ void flat_concat(std::span<const HostTensor* const> chunks, HostTensor& out) {
 }
 
 }  // namespace dstc::reference::kernels
+
+namespace dstc::reference {
+
+using ir::OpKind;
+
+void bind_shape_kernels(KernelTable& t) {
+  t.bind(OpKind::Slice, [](const KernelCall& c) { kernels::slice(c.x(0), c.dim(), c.attrs.integer("start"), c.y()); });
+  t.bind(OpKind::Concat, [](const KernelCall& c) { kernels::concat(c.in, c.dim(), c.y()); });
+  t.bind(OpKind::Reshape, [](const KernelCall& c) { kernels::copy_elements(c.x(0), c.y()); });
+  t.bind(OpKind::Transpose, [](const KernelCall& c) { kernels::transpose(c.x(0), c.attrs.ints("perm"), c.y()); });
+  t.bind(OpKind::Sum, [](const KernelCall& c) { kernels::sum(c.x(0), c.attrs.ints("dims"), c.y()); });
+  t.bind(OpKind::CountNonzero,
+         [](const KernelCall& c) { kernels::count_nonzero(c.x(0), c.attrs.ints("dims"), c.y()); });
+  t.bind(OpKind::ReduceMax, [](const KernelCall& c) { kernels::reduce_max(c.x(0), c.attrs.ints("dims"), c.y()); });
+  t.bind(OpKind::ReduceMaxGrad,
+         [](const KernelCall& c) { kernels::reduce_max_grad(c.x(0), c.x(1), c.x(2), c.attrs.ints("dims"), c.y()); });
+  t.bind(OpKind::Expand, [](const KernelCall& c) { kernels::expand(c.x(0), c.attrs.ints("dims"), c.y()); });
+  t.bind(OpKind::Fill, [](const KernelCall& c) { kernels::fill(c.attrs.real("value"), c.y()); });
+  t.bind(OpKind::Cast, [](const KernelCall& c) { kernels::cast(c.x(0), c.y()); });
+  t.bind(OpKind::Quantize, [](const KernelCall& c) { kernels::quantize(c.x(0), c.attrs.integer("block"), c.y()); });
+  t.bind(OpKind::Shard, [](const KernelCall& c) {
+    if (c.attrs.boolean("flat"))
+      kernels::flat_shard(c.x(0), axis_coord(c.ctx, c.attrs), c.y());
+    else
+      kernels::shard(c.x(0), c.dim(), c.attrs.integer("parts"), axis_coord(c.ctx, c.attrs), c.y());
+  });
+  t.bind(OpKind::Unshard,
+         [](const KernelCall& c) { kernels::unshard(c.x(0), c.dim(), axis_coord(c.ctx, c.attrs), c.y()); });
+  t.bind(OpKind::Partialize, [](const KernelCall& c) {
+    if (axis_coord(c.ctx, c.attrs) == 0) c.y().data = c.x(0).data;
+  });
+}
+
+}  // namespace dstc::reference
