@@ -1,8 +1,9 @@
 // The CUDA device of dstc run (backends/runtime/device.h): every value an
 // f32 buffer on the GPU from CUDA's stream-ordered pool (after the first
 // step no memory is taken from the driver), ops on one stream with the
-// kernels of step_kernels.h. The ops it has kernels for are listed in
-// cannot_run; a program with others is refused before its first step.
+// kernels of step_kernels.h. The ops it has kernels for are its kernel
+// table (CudaDevice::kernels); a program with others is refused before its
+// first step.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -334,6 +335,50 @@ cuda::PoolShape pool_shape(const CudaValue& x, const CudaValue& y, const ir::Att
   return s;
 }
 
+class CudaDevice;
+
+// One op's launch: its operands x, results y (y[0] of n elements).
+struct CudaCall {
+  const reference::DeviceContext& ctx;
+  const ir::AttrReader& attrs;
+  const std::vector<const CudaValue*>& x;
+  const std::vector<CudaValue*>& y;
+  int64_t n;
+  float real(std::string_view name) const { return static_cast<float>(attrs.real(name)); }
+};
+
+using CudaKernel = cudaError_t (*)(CudaDevice& self, const CudaCall& call);
+// Why an op is beyond its kernel (an einsum of three operands), or "".
+using CudaKernelLimit = std::string (*)(const ir::Module& module, const ir::Function& f, const ir::Op& op);
+
+struct CudaKernelEntry {
+  CudaKernel launch = nullptr;
+  CudaKernelLimit limit = nullptr;
+  bool shares_operand = false;  // the result is the operand's floats: no kernel runs
+};
+
+// The ops the device runs, each bound once: cannot_run and compute both
+// read it, so an op is refused before a step exactly when it has no kernel.
+class CudaKernelTable {
+ public:
+  void bind(OpKind kind, CudaKernel launch, CudaKernelLimit limit = nullptr) {
+    CudaKernelEntry& e = slot(kind);
+    e.launch = launch;
+    e.limit = limit;
+  }
+  void share_operand(OpKind kind) { slot(kind).shares_operand = true; }
+  const CudaKernelEntry& find(OpKind kind) const { return entries_[static_cast<size_t>(kind)]; }
+
+ private:
+  CudaKernelEntry& slot(OpKind kind) {
+    CudaKernelEntry& e = entries_[static_cast<size_t>(kind)];
+    if (e.launch || e.shares_operand)
+      throw std::logic_error(fmt::format("CUDA kernel for {} bound twice", ir::op_name(kind)));
+    return e;
+  }
+  std::array<CudaKernelEntry, ir::kOpKindCount> entries_{};
+};
+
 class CudaDevice final : public Device {
  public:
   CudaDevice(int gpu, GemmPrecision gemms) : gpu_(gpu), gemm_precision_(gemms) {
@@ -366,84 +411,10 @@ class CudaDevice final : public Device {
   std::string name() const override { return name_; }
 
   std::string cannot_run(const ir::Module& module, const ir::Function& f, const ir::Op& op) const override {
-    if (activation_row(op.kind) >= 0) return {};
-    switch (op.kind) {
-      case OpKind::Fill:
-      case OpKind::Scale:
-      case OpKind::Add:
-      case OpKind::Sub:
-      case OpKind::Mul:
-      case OpKind::Div:
-      case OpKind::Maximum:
-      case OpKind::Sum:
-      case OpKind::Sgd:
-      case OpKind::Adam:
-      case OpKind::Accumulate:
-      case OpKind::Cast:
-      case OpKind::Reshape:
-      case OpKind::Partialize:
-      case OpKind::Slice:
-      case OpKind::Concat:
-      case OpKind::LayerNorm:
-      case OpKind::LayerNormGrad:
-      case OpKind::LayerNormWeightGrad:
-      case OpKind::Embedding:
-      case OpKind::EmbeddingGrad:
-      case OpKind::CrossEntropy:
-      case OpKind::CrossEntropyGrad:
-      case OpKind::AttentionGrad:
-      case OpKind::ReduceMax:
-      case OpKind::ReduceMaxGrad:
-      case OpKind::Expand:
-      case OpKind::Transpose:
-      case OpKind::Exp:
-      case OpKind::Sqrt:
-      case OpKind::Softmax:
-      case OpKind::SoftmaxGrad:
-      case OpKind::LogSoftmax:
-      case OpKind::LogSoftmaxGrad:
-      case OpKind::RmsNorm:
-      case OpKind::RmsNormGrad:
-      case OpKind::RmsNormWeightGrad:
-      case OpKind::Rope:
-      case OpKind::CrossEntropyParts:
-      case OpKind::CrossEntropyTotal:
-      case OpKind::CrossEntropyPartsGrad:
-      case OpKind::Dropout:
-      case OpKind::DropoutGrad:
-      case OpKind::Dispatch:
-      case OpKind::Combine:
-      case OpKind::CombineGateGrad:
-      case OpKind::Shard:
-      case OpKind::Unshard:
-      case OpKind::Attention:
-      case OpKind::AttentionPart:
-      case OpKind::AttentionMerge:
-      case OpKind::Conv2d:
-      case OpKind::Conv2dInputGrad:
-      case OpKind::Conv2dWeightGrad:
-      case OpKind::MaxPool2d:
-      case OpKind::MaxPool2dGrad:
-      case OpKind::AvgPool2d:
-      case OpKind::AvgPool2dGrad:
-      case OpKind::BatchNormStats:
-      case OpKind::BatchNormApply:
-      case OpKind::BatchNormWeightGrad:
-      case OpKind::BatchNormInputGrad:
-      case OpKind::CountNonzero: return {};
-      case OpKind::Einsum: {
-        if (f.operands(op).size() > 2) return "an einsum of more than two operands has no CUDA kernel yet";
-        return {};
-      }
-      case OpKind::TopK:
-      case OpKind::TopKGrad: {
-        if (ir::AttrReader(module, f, op).integer("groups") > cuda::kMaxTopKGroups)
-          return fmt::format("top_k over more than {} groups has no CUDA kernel yet", cuda::kMaxTopKGroups);
-        return {};
-      }
-      default:
-        return fmt::format("{} has no CUDA kernel yet (docs/run.md lists the ops that have)", ir::op_name(op.kind));
-    }
+    const CudaKernelEntry& kernel = kernels().find(op.kind);
+    if (!kernel.launch && !kernel.shares_operand)
+      return fmt::format("{} has no CUDA kernel yet (docs/run.md lists the ops that have)", ir::op_name(op.kind));
+    return kernel.limit ? kernel.limit(module, f, op) : std::string();
   }
 
   std::unique_ptr<DeviceValue> upload(const reference::HostTensor& t) override {
@@ -473,7 +444,7 @@ class CudaDevice final : public Device {
     std::vector<const CudaValue*> x;
     for (const DeviceValue* v : in) x.push_back(&cuda_value(*v));
     out.clear();
-    if (ctx.op.kind == OpKind::Cast || ctx.op.kind == OpKind::Reshape) {
+    if (kernels().find(ctx.op.kind).shares_operand) {
       const ir::TensorType& type = ctx.module.value_type(ctx.function, ctx.function.result(ctx.op, 0));
       out.push_back(std::make_unique<CudaValue>(std::vector<int64_t>(type.shape().begin(), type.shape().end()),
                                                 type.dtype, *x[0]));
@@ -501,320 +472,19 @@ class CudaDevice final : public Device {
   void synchronize() override { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
 
  private:
+  // Launches op `kind`'s kernel; its table entry says it has one.
   cudaError_t launch(const reference::DeviceContext& ctx, const std::vector<const CudaValue*>& x,
                      const std::vector<CudaValue*>& y) {
     ir::AttrReader attrs(ctx.module, ctx.function, ctx.op);
-    const int64_t n = y[0]->elements;
-    auto real = [&](std::string_view name) { return static_cast<float>(attrs.real(name)); };
-    if (int row = activation_row(ctx.op.kind); row >= 0) {
-      if (ir::pointwise_ops()[static_cast<size_t>(row)].kind == ctx.op.kind)
-        return cuda::pointwise_forward(row, x[0]->data, y[0]->data, n, stream_);
-      return cuda::pointwise_backward(row, x[0]->data, x[1]->data, y[0]->data, n, stream_);
-    }
-    auto binary = [&](cuda::BinaryOp op) {
-      return cuda::binary(op, x[0]->data, x[1]->data, y[0]->data, n, x[1]->elements, stream_);
-    };
-    switch (ctx.op.kind) {
-      case OpKind::Fill: return cuda::fill(y[0]->data, n, real("value"), stream_);
-      case OpKind::Scale: return cuda::scale(x[0]->data, y[0]->data, n, real("factor"), stream_);
-      case OpKind::Add:
-      case OpKind::Accumulate: return binary(cuda::BinaryOp::Add);
-      case OpKind::Sub: return binary(cuda::BinaryOp::Sub);
-      case OpKind::Mul: return binary(cuda::BinaryOp::Mul);
-      case OpKind::Div: return binary(cuda::BinaryOp::Div);
-      case OpKind::Maximum: return binary(cuda::BinaryOp::Max);
-      case OpKind::Partialize: {
-        // The value on coordinate 0 of the axis, zeros elsewhere: the sum
-        // over the axis is the value.
-        const int axis = static_cast<int>(attrs.integer("axis"));
-        if (ctx.module.mesh().coord(ctx.rank, axis) != 0) return cuda::fill(y[0]->data, n, 0.0f, stream_);
-        return n > 0 ? cudaMemcpyAsync(y[0]->data, x[0]->data, static_cast<size_t>(n) * sizeof(float),
-                                       cudaMemcpyDeviceToDevice, stream_)
-                     : cudaSuccess;
-      }
-      case OpKind::Slice: {
-        const int dim = normalized(attrs.integer("dim"), static_cast<int>(x[0]->shape.size()));
-        const Blocks b = blocks_along(x[0]->shape, dim);
-        const int64_t m = y[0]->shape[static_cast<size_t>(dim)];
-        return cuda::copy_rows(x[0]->data, y[0]->data, b.outer, b.n, attrs.integer("start"), m, 0, m, b.inner, stream_);
-      }
-      case OpKind::Concat: {
-        const int dim = normalized(attrs.integer("dim"), static_cast<int>(x[0]->shape.size()));
-        const int64_t m = y[0]->shape[static_cast<size_t>(dim)];
-        int64_t offset = 0;
-        for (const CudaValue* part : x) {
-          const Blocks b = blocks_along(part->shape, dim);
-          if (cudaError_t e =
-                  cuda::copy_rows(part->data, y[0]->data, b.outer, b.n, 0, m, offset, b.n, b.inner, stream_);
-              e != cudaSuccess)
-            return e;
-          offset += b.n;
-        }
-        return cudaSuccess;
-      }
-      case OpKind::LayerNorm: {
-        const Rows r = rows_of(*x[0]);
-        return cuda::layernorm(x[0]->data, x[1]->data, x[2]->data, y[0]->data, r.rows, r.h, real("eps"), stream_);
-      }
-      case OpKind::LayerNormGrad: {
-        const Rows r = rows_of(*x[1]);
-        return cuda::layernorm_grad(x[0]->data, x[1]->data, x[2]->data, y[0]->data, r.rows, r.h, real("eps"), stream_);
-      }
-      case OpKind::LayerNormWeightGrad: {
-        const Rows r = rows_of(*x[1]);
-        CudaValue stats({2 * r.rows}, ir::DType::F32, stream_);
-        return cuda::layernorm_weight_grad(x[0]->data, x[1]->data, y[0]->data, y[1]->data, stats.data, r.rows, r.h,
-                                           real("eps"), stream_);
-      }
-      case OpKind::Embedding:
-        return cuda::embedding(x[0]->data, x[1]->data, y[0]->data, x[1]->elements, x[0]->shape[0], x[0]->shape[1],
-                               first_row(ctx, attrs, x[0]->shape[0]), stream_);
-      case OpKind::EmbeddingGrad:
-        return cuda::embedding_grad(x[0]->data, x[1]->data, y[0]->data, x[1]->elements, y[0]->shape[0], y[0]->shape[1],
-                                    first_row(ctx, attrs, attrs.integer("vocab")), stream_);
-      case OpKind::CrossEntropy: {
-        const int64_t rows = x[1]->elements, c = x[0]->shape.back();
-        CudaValue losses({rows}, ir::DType::F32, stream_);
-        if (cudaError_t e = clear_flag(); e != cudaSuccess) return e;
-        if (cudaError_t e = cuda::cross_entropy_rows(x[0]->data, x[1]->data, losses.data, flag_, rows, c, stream_);
-            e != cudaSuccess)
-          return e;
-        cuda::ReduceShape all{};
-        all.reduced = 1;
-        all.reduced_size[0] = rows;
-        all.reduced_stride[0] = 1;
-        if (cudaError_t e = cuda::sum(losses.data, y[0]->data, 1, all, stream_); e != cudaSuccess) return e;
-        if (attrs.string("reduction") == "mean" && rows > 0)
-          if (cudaError_t e = cuda::scale(y[0]->data, y[0]->data, 1, 1.0f / static_cast<float>(rows), stream_);
-              e != cudaSuccess)
-            return e;
-        return cudaSuccess;
-      }
-      case OpKind::CrossEntropyGrad: {
-        const int64_t rows = x[2]->elements, c = x[1]->shape.back();
-        const float divisor = attrs.string("reduction") == "mean" && rows > 0 ? static_cast<float>(rows) : 1.0f;
-        if (cudaError_t e = clear_flag(); e != cudaSuccess) return e;
-        return cuda::cross_entropy_grad(x[0]->data, x[1]->data, x[2]->data, y[0]->data, flag_, rows, c, divisor,
-                                        stream_);
-      }
-      case OpKind::Attention: {
-        // A KV cache: its first `context` positions precede the step's k
-        // and v. Without any (a prefill), it is only written.
-        const int64_t context = attrs.integer("context");
-        const bool cached = x.size() > 3 && context > 0;
-        std::optional<CudaValue> keys, values;
-        if (cached) {
-          keys.emplace(held_positions(*x[3], 0, context, *x[1]));
-          values.emplace(held_positions(*x[4], 0, context, *x[2]));
-        }
-        const CudaValue& k = cached ? *keys : *x[1];
-        const CudaValue& v = cached ? *values : *x[2];
-        const cuda::AttentionShape a = attention_shape(ctx, attrs, *x[0], k, v);
-        if (std::optional<cudaError_t> done = attention_on_gemms(a, *x[0], k, v, *y[0])) return *done;
-        return cuda::attention(x[0]->data, k.data, v.data, y[0]->data, nullptr, a, stream_);
-      }
-      case OpKind::AttentionPart: {
-        // This shard's run of positions starts at the cache's offset; q's
-        // first row is at the context plus its own offset in the step.
-        const int64_t context = attrs.integer("context");
-        const int64_t first = operand_placement(ctx, 3, x[3]->shape).offset[2];
-        const reference::DevicePlacement queries = operand_placement(ctx, 0, x[0]->shape);
-        const CudaValue keys = held_positions(*x[3], first, context, *x[1]);
-        const CudaValue values = held_positions(*x[4], first, context, *x[2]);
-        cuda::AttentionShape a = attention_shape(ctx, attrs, *x[0], keys, values);
-        a.first_query = context + x[1]->shape[2] - queries.logical_shape[2] + queries.offset[2] - first;
-        return cuda::attention(x[0]->data, keys.data, values.data, y[0]->data, y[1]->data, a, stream_);
-      }
-      case OpKind::Conv2d:
-        return cuda::conv2d(x[0]->data, x[1]->data, y[0]->data, conv_shape(*x[0], *x[1], *y[0], attrs), stream_);
-      case OpKind::Conv2dInputGrad:
-        return cuda::conv2d_input_grad(x[0]->data, x[2]->data, y[0]->data, conv_shape(*y[0], *x[2], *x[0], attrs),
-                                       stream_);
-      case OpKind::Conv2dWeightGrad:
-        return cuda::conv2d_weight_grad(x[0]->data, x[1]->data, y[0]->data, conv_shape(*x[1], *y[0], *x[0], attrs),
-                                        stream_);
-      case OpKind::MaxPool2d: return cuda::max_pool2d(x[0]->data, y[0]->data, pool_shape(*x[0], *y[0], attrs), stream_);
-      case OpKind::MaxPool2dGrad:
-        return cuda::max_pool2d_grad(x[0]->data, x[1]->data, y[0]->data, pool_shape(*y[0], *x[0], attrs), stream_);
-      case OpKind::AvgPool2d: return cuda::avg_pool2d(x[0]->data, y[0]->data, pool_shape(*x[0], *y[0], attrs), stream_);
-      case OpKind::AvgPool2dGrad:
-        return cuda::avg_pool2d_grad(x[0]->data, y[0]->data, pool_shape(*y[0], *x[0], attrs), stream_);
-      case OpKind::BatchNormStats:
-        return cuda::batchnorm_stats(x[0]->data, y[0]->data, y[1]->data, batchnorm_shape(*x[0], attrs, false), stream_);
-      case OpKind::BatchNormApply:
-        return cuda::batchnorm_apply(x[0]->data, x[1]->data, x[2]->data, x[3]->data, x[4]->data, y[0]->data,
-                                     batchnorm_shape(*x[0], attrs, true), stream_);
-      case OpKind::BatchNormWeightGrad:
-        return cuda::batchnorm_weight_grad(x[0]->data, x[1]->data, x[2]->data, x[3]->data, y[0]->data, y[1]->data,
-                                           batchnorm_shape(*x[1], attrs, true), stream_);
-      case OpKind::BatchNormInputGrad:
-        return cuda::batchnorm_input_grad(x[0]->data, x[1]->data, x[2]->data, x[3]->data, x[4]->data, x[5]->data,
-                                          x[6]->data, y[0]->data, batchnorm_shape(*x[1], attrs, true), stream_);
-      case OpKind::AttentionMerge: {
-        const int64_t parts = x[0]->shape[0], dv = x[0]->shape.back();
-        return cuda::attention_merge(x[0]->data, x[1]->data, y[0]->data, parts, x[1]->elements / parts, dv, stream_);
-      }
-      case OpKind::AttentionGrad: {
-        const cuda::AttentionShape a = attention_shape(ctx, attrs, *x[1], *x[2], *x[3]);
-        if (std::optional<cudaError_t> done =
-                attention_grad_on_gemms(a, *x[0], *x[1], *x[2], *x[3], *y[0], *y[1], *y[2]))
-          return *done;
-        return cuda::attention_grad(x[0]->data, x[1]->data, x[2]->data, x[3]->data, y[0]->data, y[1]->data, y[2]->data,
-                                    a, stream_);
-      }
-      case OpKind::ReduceMax:
-        return cuda::reduce_max(x[0]->data, y[0]->data, n, reduce_shape(x[0]->shape, attrs.ints("dims")), stream_);
-      case OpKind::Expand:
-        return cuda::gather_strided(x[0]->data, y[0]->data, n, reduced_strides(y[0]->shape, attrs.ints("dims")),
-                                    stream_);
-      case OpKind::ReduceMaxGrad:
-        return cuda::reduce_max_grad(x[0]->data, x[1]->data, x[2]->data, y[0]->data, n,
-                                     reduced_strides(x[1]->shape, attrs.ints("dims")), stream_);
-      case OpKind::Transpose:
-        return cuda::gather_strided(x[0]->data, y[0]->data, n, transposed(x[0]->shape, attrs.ints("perm")), stream_);
-      case OpKind::Exp: return cuda::unary(cuda::UnaryOp::Exp, x[0]->data, y[0]->data, n, stream_);
-      case OpKind::Sqrt: return cuda::unary(cuda::UnaryOp::Sqrt, x[0]->data, y[0]->data, n, stream_);
-      case OpKind::Softmax:
-      case OpKind::LogSoftmax: {
-        const Blocks b = blocks_along(x[0]->shape, normalized(attrs.integer("dim"), rank_of(*x[0])));
-        return cuda::softmax(x[0]->data, y[0]->data, b.outer, b.n, b.inner, ctx.op.kind == OpKind::LogSoftmax, stream_);
-      }
-      case OpKind::SoftmaxGrad:
-      case OpKind::LogSoftmaxGrad: {
-        const Blocks b = blocks_along(x[1]->shape, normalized(attrs.integer("dim"), rank_of(*x[1])));
-        return cuda::softmax_grad(x[0]->data, x[1]->data, y[0]->data, b.outer, b.n, b.inner,
-                                  ctx.op.kind == OpKind::LogSoftmaxGrad, stream_);
-      }
-      case OpKind::RmsNorm: {
-        const Rows r = rows_of(*x[0]);
-        return cuda::rms_norm(x[0]->data, x.size() > 1 ? x[1]->data : nullptr, y[0]->data, r.rows, r.h, real("eps"),
-                              stream_);
-      }
-      case OpKind::RmsNormGrad: {
-        const Rows r = rows_of(*x[1]);
-        return cuda::rms_norm_grad(x[0]->data, x[1]->data, x.size() > 2 ? x[2]->data : nullptr, y[0]->data, r.rows, r.h,
-                                   real("eps"), stream_);
-      }
-      case OpKind::RmsNormWeightGrad: {
-        const Rows r = rows_of(*x[1]);
-        CudaValue inverse({r.rows}, ir::DType::F32, stream_);
-        return cuda::rms_norm_weight_grad(x[0]->data, x[1]->data, y[0]->data, inverse.data, r.rows, r.h, real("eps"),
-                                          stream_);
-      }
-      case OpKind::Rope: {
-        // Positions are logical: a shard of the sequence starts at its offset.
-        const int dim = normalized(attrs.integer("dim"), rank_of(*x[0]));
-        const int64_t d = x[0]->shape.back();
-        const Blocks b = blocks_along(x[0]->shape, dim);
-        const int64_t first =
-            attrs.integer("offset") + result_placement(ctx, y[0]->shape).offset[static_cast<size_t>(dim)];
-        return cuda::rope(x[0]->data, y[0]->data, d > 0 ? n / d : 0, d, b.inner, b.n, first, real("base"),
-                          attrs.boolean("inverse") ? -1.0f : 1.0f, stream_);
-      }
-      case OpKind::CrossEntropyParts: {
-        const int64_t rows = x[2]->elements, c = x[0]->shape.back();
-        return cuda::cross_entropy_parts(x[0]->data, x[1]->data, x[2]->data, y[0]->data, y[1]->data, rows, c,
-                                         first_class(operand_placement(ctx, 0, x[0]->shape)), stream_);
-      }
-      case OpKind::CrossEntropyTotal: {
-        CudaValue terms({x[0]->elements}, ir::DType::F32, stream_);
-        return cuda::cross_entropy_total(x[0]->data, x[1]->data, y[0]->data, terms.data, x[0]->elements, stream_);
-      }
-      case OpKind::CrossEntropyPartsGrad: {
-        const int64_t rows = x[4]->elements, c = x[1]->shape.back();
-        return cuda::cross_entropy_parts_grad(x[0]->data, x[1]->data, x[2]->data, x[3]->data, x[4]->data, y[0]->data,
-                                              rows, c, first_class(result_placement(ctx, y[0]->shape)), stream_);
-      }
-      case OpKind::Dropout: {
-        reference::DevicePlacement where = reference::dropout_placement(ctx, y[0]->shape);
-        cuda::DropoutPlace place{};
-        place.dims = rank_of(*x[0]);
-        std::vector<int64_t> strides = row_major_strides(where.logical_shape);
-        for (int d = 0; d < place.dims; ++d) {
-          place.size[d] = x[0]->shape[static_cast<size_t>(d)];
-          place.offset[d] = where.offset[static_cast<size_t>(d)];
-          place.logical_stride[d] = strides[static_cast<size_t>(d)];
-        }
-        return cuda::dropout(x[0]->data, y[0]->data, y[1]->data, n, place, attrs.real("p"),
-                             static_cast<uint64_t>(attrs.integer("seed")), stream_);
-      }
-      case OpKind::DropoutGrad: {
-        if (cudaError_t e = binary(cuda::BinaryOp::Mul); e != cudaSuccess) return e;
-        return cuda::scale(y[0]->data, y[0]->data, n, 1.0f / (1.0f - real("p")), stream_);
-      }
-      case OpKind::TopK:
-      case OpKind::TopKGrad: {
-        const bool grad = ctx.op.kind == OpKind::TopKGrad;
-        const CudaValue& scores = *x[grad ? 1 : 0];
-        const Blocks b = blocks_along(scores.shape, normalized(attrs.integer("dim"), rank_of(scores)));
-        return cuda::top_k(scores.data, grad ? x[0]->data : nullptr, y[0]->data, b.outer, b.n, b.inner,
-                           attrs.integer("k"), attrs.integer("groups"), attrs.integer("group_k"), stream_);
-      }
-      case OpKind::CountNonzero:
-        return cuda::count_nonzero(x[0]->data, y[0]->data, n, reduce_shape(x[0]->shape, attrs.ints("dims")), stream_);
-      case OpKind::Dispatch:
-        return cuda::dispatch(x[0]->data, x[1]->data, y[0]->data, routes(*x[1], *y[0]), attrs.boolean("weighted"),
-                              stream_);
-      case OpKind::Combine:
-        return cuda::combine(x[0]->data, x[1]->data, y[0]->data, routes(*x[1], *x[0]), attrs.boolean("weighted"),
-                             stream_);
-      case OpKind::CombineGateGrad:
-        return cuda::combine_gate_grad(x[0]->data, x[1]->data, x[2]->data, y[0]->data, routes(*x[2], *x[1]), stream_);
-      case OpKind::Shard: {
-        const int64_t index = ctx.module.mesh().coord(ctx.rank, static_cast<int>(attrs.integer("axis")));
-        if (attrs.boolean("flat")) {
-          // Chunk `index` of the flattened tensor, the last one padded with zeros.
-          const int64_t begin = std::min(index * n, x[0]->elements), copied = std::min(n, x[0]->elements - begin);
-          if (cudaError_t e = cudaMemsetAsync(y[0]->data, 0, static_cast<size_t>(n) * sizeof(float), stream_);
-              e != cudaSuccess)
-            return e;
-          return copied > 0
-                     ? cudaMemcpyAsync(y[0]->data, x[0]->data + begin, static_cast<size_t>(copied) * sizeof(float),
-                                       cudaMemcpyDeviceToDevice, stream_)
-                     : cudaSuccess;
-        }
-        const int dim = normalized(attrs.integer("dim"), rank_of(*x[0]));
-        const Blocks b = blocks_along(x[0]->shape, dim);
-        const int64_t m = b.n / attrs.integer("parts");
-        return cuda::copy_rows(x[0]->data, y[0]->data, b.outer, b.n, index * m, m, 0, m, b.inner, stream_);
-      }
-      case OpKind::Unshard: {
-        const int64_t index = ctx.module.mesh().coord(ctx.rank, static_cast<int>(attrs.integer("axis")));
-        const int dim = normalized(attrs.integer("dim"), rank_of(*x[0]));
-        const Blocks b = blocks_along(x[0]->shape, dim);
-        if (cudaError_t e = cuda::fill(y[0]->data, n, 0.0f, stream_); e != cudaSuccess) return e;
-        return cuda::copy_rows(x[0]->data, y[0]->data, b.outer, b.n, 0, y[0]->shape[static_cast<size_t>(dim)],
-                               index * b.n, b.n, b.inner, stream_);
-      }
-      case OpKind::Sum:
-        return cuda::sum(x[0]->data, y[0]->data, n, reduce_shape(x[0]->shape, attrs.ints("dims")), stream_);
-      case OpKind::Einsum: {
-        if (x.size() == 2)
-          if (std::optional<ir::GemmPlan> plan = ir::plan_gemm(attrs.string("spec"), x[0]->shape, x[1]->shape))
-            if (std::optional<cudaError_t> done =
-                    gemm(*plan, x[plan->swapped ? 1 : 0]->data, x[plan->swapped ? 0 : 1]->data, y[0]->data))
-              return *done;
-        std::optional<cuda::EinsumShape> shape = einsum_shape(attrs.string("spec"), x);
-        if (!shape) return cudaErrorInvalidValue;
-        return cuda::einsum(x[0]->data, x.size() > 1 ? x[1]->data : nullptr, y[0]->data, n, *shape, stream_);
-      }
-      case OpKind::Sgd:
-        return cuda::sgd(x[0]->data, x[1]->data, y[0]->data, n, real("lr"), real("weight_decay"), stream_);
-      case OpKind::Adam: {
-        const double step = static_cast<double>(attrs.integer("step") + ctx.steps_before);
-        cuda::AdamStep p{real("lr"),
-                         real("beta1"),
-                         real("beta2"),
-                         real("eps"),
-                         real("weight_decay"),
-                         static_cast<float>(1 - std::pow(attrs.real("beta1"), step)),
-                         static_cast<float>(1 - std::pow(attrs.real("beta2"), step))};
-        return cuda::adam(x[0]->data, x[1]->data, x[2]->data, x[3]->data, y[0]->data, y[1]->data, y[2]->data, n, p,
-                          stream_);
-      }
-      default: return cudaErrorNotSupported;
-    }
+    return kernels().find(ctx.op.kind).launch(*this, {ctx, attrs, x, y, y[0]->elements});
   }
+
+  cudaError_t binary(const CudaCall& call, cuda::BinaryOp op) {
+    return cuda::binary(op, call.x[0]->data, call.x[1]->data, call.y[0]->data, call.n, call.x[1]->elements, stream_);
+  }
+
+  // Every op's kernel, bound once (kernels() below).
+  static const CudaKernelTable& kernels();
 
   cudaError_t clear_flag() { return cudaMemsetAsync(flag_, 0, sizeof(int), stream_); }
 
@@ -901,6 +571,446 @@ class CudaDevice final : public Device {
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, bool, bool>, std::unique_ptr<GemmCall>> gemm_calls_;
   std::string name_;
 };
+
+const CudaKernelTable& CudaDevice::kernels() {
+  static const CudaKernelTable table = [] {
+    CudaKernelTable t;
+    for (const ir::PointwiseOp& p : ir::pointwise_ops()) {
+      const CudaKernel activation = [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+        const auto& [ctx, attrs, x, y, n] = call;
+        const int row = activation_row(ctx.op.kind);
+        if (ir::pointwise_ops()[static_cast<size_t>(row)].kind == ctx.op.kind)
+          return cuda::pointwise_forward(row, x[0]->data, y[0]->data, n, self.stream_);
+        return cuda::pointwise_backward(row, x[0]->data, x[1]->data, y[0]->data, n, self.stream_);
+      };
+      t.bind(p.kind, activation);
+      t.bind(p.grad, activation);
+    }
+    // f32 storage holds every float dtype alike: the result is the operand's floats.
+    t.share_operand(OpKind::Cast);
+    t.share_operand(OpKind::Reshape);
+    t.bind(OpKind::Fill, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::fill(y[0]->data, n, call.real("value"), self.stream_);
+    });
+    t.bind(OpKind::Scale, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::scale(x[0]->data, y[0]->data, n, call.real("factor"), self.stream_);
+    });
+    const CudaKernel kAdd = [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      return self.binary(call, cuda::BinaryOp::Add);
+    };
+    t.bind(OpKind::Add, kAdd);
+    t.bind(OpKind::Accumulate, kAdd);
+    t.bind(OpKind::Sub, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      return self.binary(call, cuda::BinaryOp::Sub);
+    });
+    t.bind(OpKind::Mul, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      return self.binary(call, cuda::BinaryOp::Mul);
+    });
+    t.bind(OpKind::Div, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      return self.binary(call, cuda::BinaryOp::Div);
+    });
+    t.bind(OpKind::Maximum, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      return self.binary(call, cuda::BinaryOp::Max);
+    });
+    t.bind(OpKind::Partialize, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      // The value on coordinate 0 of the axis, zeros elsewhere: the sum
+      // over the axis is the value.
+      const int axis = static_cast<int>(attrs.integer("axis"));
+      if (ctx.module.mesh().coord(ctx.rank, axis) != 0) return cuda::fill(y[0]->data, n, 0.0f, self.stream_);
+      return n > 0 ? cudaMemcpyAsync(y[0]->data, x[0]->data, static_cast<size_t>(n) * sizeof(float),
+                                     cudaMemcpyDeviceToDevice, self.stream_)
+                   : cudaSuccess;
+    });
+    t.bind(OpKind::Slice, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      const int dim = normalized(attrs.integer("dim"), static_cast<int>(x[0]->shape.size()));
+      const Blocks b = blocks_along(x[0]->shape, dim);
+      const int64_t m = y[0]->shape[static_cast<size_t>(dim)];
+      return cuda::copy_rows(x[0]->data, y[0]->data, b.outer, b.n, attrs.integer("start"), m, 0, m, b.inner,
+                             self.stream_);
+    });
+    t.bind(OpKind::Concat, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      const int dim = normalized(attrs.integer("dim"), static_cast<int>(x[0]->shape.size()));
+      const int64_t m = y[0]->shape[static_cast<size_t>(dim)];
+      int64_t offset = 0;
+      for (const CudaValue* part : x) {
+        const Blocks b = blocks_along(part->shape, dim);
+        if (cudaError_t e =
+                cuda::copy_rows(part->data, y[0]->data, b.outer, b.n, 0, m, offset, b.n, b.inner, self.stream_);
+            e != cudaSuccess)
+          return e;
+        offset += b.n;
+      }
+      return cudaSuccess;
+    });
+    t.bind(OpKind::LayerNorm, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      const Rows r = rows_of(*x[0]);
+      return cuda::layernorm(x[0]->data, x[1]->data, x[2]->data, y[0]->data, r.rows, r.h, call.real("eps"),
+                             self.stream_);
+    });
+    t.bind(OpKind::LayerNormGrad, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      const Rows r = rows_of(*x[1]);
+      return cuda::layernorm_grad(x[0]->data, x[1]->data, x[2]->data, y[0]->data, r.rows, r.h, call.real("eps"),
+                                  self.stream_);
+    });
+    t.bind(OpKind::LayerNormWeightGrad, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      const Rows r = rows_of(*x[1]);
+      CudaValue stats({2 * r.rows}, ir::DType::F32, self.stream_);
+      return cuda::layernorm_weight_grad(x[0]->data, x[1]->data, y[0]->data, y[1]->data, stats.data, r.rows, r.h,
+                                         call.real("eps"), self.stream_);
+    });
+    t.bind(OpKind::Embedding, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::embedding(x[0]->data, x[1]->data, y[0]->data, x[1]->elements, x[0]->shape[0], x[0]->shape[1],
+                             first_row(ctx, attrs, x[0]->shape[0]), self.stream_);
+    });
+    t.bind(OpKind::EmbeddingGrad, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::embedding_grad(x[0]->data, x[1]->data, y[0]->data, x[1]->elements, y[0]->shape[0], y[0]->shape[1],
+                                  first_row(ctx, attrs, attrs.integer("vocab")), self.stream_);
+    });
+    t.bind(OpKind::CrossEntropy, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      const int64_t rows = x[1]->elements, c = x[0]->shape.back();
+      CudaValue losses({rows}, ir::DType::F32, self.stream_);
+      if (cudaError_t e = self.clear_flag(); e != cudaSuccess) return e;
+      if (cudaError_t e =
+              cuda::cross_entropy_rows(x[0]->data, x[1]->data, losses.data, self.flag_, rows, c, self.stream_);
+          e != cudaSuccess)
+        return e;
+      cuda::ReduceShape all{};
+      all.reduced = 1;
+      all.reduced_size[0] = rows;
+      all.reduced_stride[0] = 1;
+      if (cudaError_t e = cuda::sum(losses.data, y[0]->data, 1, all, self.stream_); e != cudaSuccess) return e;
+      if (attrs.string("reduction") == "mean" && rows > 0)
+        if (cudaError_t e = cuda::scale(y[0]->data, y[0]->data, 1, 1.0f / static_cast<float>(rows), self.stream_);
+            e != cudaSuccess)
+          return e;
+      return cudaSuccess;
+    });
+    t.bind(OpKind::CrossEntropyGrad, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      const int64_t rows = x[2]->elements, c = x[1]->shape.back();
+      const float divisor = attrs.string("reduction") == "mean" && rows > 0 ? static_cast<float>(rows) : 1.0f;
+      if (cudaError_t e = self.clear_flag(); e != cudaSuccess) return e;
+      return cuda::cross_entropy_grad(x[0]->data, x[1]->data, x[2]->data, y[0]->data, self.flag_, rows, c, divisor,
+                                      self.stream_);
+    });
+    t.bind(OpKind::Attention, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      // A KV cache: its first `context` positions precede the step's k
+      // and v. Without any (a prefill), it is only written.
+      const int64_t context = attrs.integer("context");
+      const bool cached = x.size() > 3 && context > 0;
+      std::optional<CudaValue> keys, values;
+      if (cached) {
+        keys.emplace(self.held_positions(*x[3], 0, context, *x[1]));
+        values.emplace(self.held_positions(*x[4], 0, context, *x[2]));
+      }
+      const CudaValue& k = cached ? *keys : *x[1];
+      const CudaValue& v = cached ? *values : *x[2];
+      const cuda::AttentionShape a = attention_shape(ctx, attrs, *x[0], k, v);
+      if (std::optional<cudaError_t> done = self.attention_on_gemms(a, *x[0], k, v, *y[0])) return *done;
+      return cuda::attention(x[0]->data, k.data, v.data, y[0]->data, nullptr, a, self.stream_);
+    });
+    t.bind(OpKind::AttentionPart, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      // This shard's run of positions starts at the cache's offset; q's
+      // first row is at the context plus its own offset in the step.
+      const int64_t context = attrs.integer("context");
+      const int64_t first = operand_placement(ctx, 3, x[3]->shape).offset[2];
+      const reference::DevicePlacement queries = operand_placement(ctx, 0, x[0]->shape);
+      const CudaValue keys = self.held_positions(*x[3], first, context, *x[1]);
+      const CudaValue values = self.held_positions(*x[4], first, context, *x[2]);
+      cuda::AttentionShape a = attention_shape(ctx, attrs, *x[0], keys, values);
+      a.first_query = context + x[1]->shape[2] - queries.logical_shape[2] + queries.offset[2] - first;
+      return cuda::attention(x[0]->data, keys.data, values.data, y[0]->data, y[1]->data, a, self.stream_);
+    });
+    t.bind(OpKind::Conv2d, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::conv2d(x[0]->data, x[1]->data, y[0]->data, conv_shape(*x[0], *x[1], *y[0], attrs), self.stream_);
+    });
+    t.bind(OpKind::Conv2dInputGrad, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::conv2d_input_grad(x[0]->data, x[2]->data, y[0]->data, conv_shape(*y[0], *x[2], *x[0], attrs),
+                                     self.stream_);
+    });
+    t.bind(OpKind::Conv2dWeightGrad, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::conv2d_weight_grad(x[0]->data, x[1]->data, y[0]->data, conv_shape(*x[1], *y[0], *x[0], attrs),
+                                      self.stream_);
+    });
+    t.bind(OpKind::MaxPool2d, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::max_pool2d(x[0]->data, y[0]->data, pool_shape(*x[0], *y[0], attrs), self.stream_);
+    });
+    t.bind(OpKind::MaxPool2dGrad, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::max_pool2d_grad(x[0]->data, x[1]->data, y[0]->data, pool_shape(*y[0], *x[0], attrs), self.stream_);
+    });
+    t.bind(OpKind::AvgPool2d, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::avg_pool2d(x[0]->data, y[0]->data, pool_shape(*x[0], *y[0], attrs), self.stream_);
+    });
+    t.bind(OpKind::AvgPool2dGrad, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::avg_pool2d_grad(x[0]->data, y[0]->data, pool_shape(*y[0], *x[0], attrs), self.stream_);
+    });
+    t.bind(OpKind::BatchNormStats, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::batchnorm_stats(x[0]->data, y[0]->data, y[1]->data, batchnorm_shape(*x[0], attrs, false),
+                                   self.stream_);
+    });
+    t.bind(OpKind::BatchNormApply, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::batchnorm_apply(x[0]->data, x[1]->data, x[2]->data, x[3]->data, x[4]->data, y[0]->data,
+                                   batchnorm_shape(*x[0], attrs, true), self.stream_);
+    });
+    t.bind(OpKind::BatchNormWeightGrad, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::batchnorm_weight_grad(x[0]->data, x[1]->data, x[2]->data, x[3]->data, y[0]->data, y[1]->data,
+                                         batchnorm_shape(*x[1], attrs, true), self.stream_);
+    });
+    t.bind(OpKind::BatchNormInputGrad, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::batchnorm_input_grad(x[0]->data, x[1]->data, x[2]->data, x[3]->data, x[4]->data, x[5]->data,
+                                        x[6]->data, y[0]->data, batchnorm_shape(*x[1], attrs, true), self.stream_);
+    });
+    t.bind(OpKind::AttentionMerge, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      const int64_t parts = x[0]->shape[0], dv = x[0]->shape.back();
+      return cuda::attention_merge(x[0]->data, x[1]->data, y[0]->data, parts, x[1]->elements / parts, dv, self.stream_);
+    });
+    t.bind(OpKind::AttentionGrad, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      const cuda::AttentionShape a = attention_shape(ctx, attrs, *x[1], *x[2], *x[3]);
+      if (std::optional<cudaError_t> done =
+              self.attention_grad_on_gemms(a, *x[0], *x[1], *x[2], *x[3], *y[0], *y[1], *y[2]))
+        return *done;
+      return cuda::attention_grad(x[0]->data, x[1]->data, x[2]->data, x[3]->data, y[0]->data, y[1]->data, y[2]->data, a,
+                                  self.stream_);
+    });
+    t.bind(OpKind::ReduceMax, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::reduce_max(x[0]->data, y[0]->data, n, reduce_shape(x[0]->shape, attrs.ints("dims")), self.stream_);
+    });
+    t.bind(OpKind::Expand, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::gather_strided(x[0]->data, y[0]->data, n, reduced_strides(y[0]->shape, attrs.ints("dims")),
+                                  self.stream_);
+    });
+    t.bind(OpKind::ReduceMaxGrad, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::reduce_max_grad(x[0]->data, x[1]->data, x[2]->data, y[0]->data, n,
+                                   reduced_strides(x[1]->shape, attrs.ints("dims")), self.stream_);
+    });
+    t.bind(OpKind::Transpose, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::gather_strided(x[0]->data, y[0]->data, n, transposed(x[0]->shape, attrs.ints("perm")), self.stream_);
+    });
+    t.bind(OpKind::Exp, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::unary(cuda::UnaryOp::Exp, x[0]->data, y[0]->data, n, self.stream_);
+    });
+    t.bind(OpKind::Sqrt, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::unary(cuda::UnaryOp::Sqrt, x[0]->data, y[0]->data, n, self.stream_);
+    });
+    const CudaKernel kSoftmax = [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      const Blocks b = blocks_along(x[0]->shape, normalized(attrs.integer("dim"), rank_of(*x[0])));
+      return cuda::softmax(x[0]->data, y[0]->data, b.outer, b.n, b.inner, ctx.op.kind == OpKind::LogSoftmax,
+                           self.stream_);
+    };
+    t.bind(OpKind::Softmax, kSoftmax);
+    t.bind(OpKind::LogSoftmax, kSoftmax);
+    const CudaKernel kSoftmaxGrad = [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      const Blocks b = blocks_along(x[1]->shape, normalized(attrs.integer("dim"), rank_of(*x[1])));
+      return cuda::softmax_grad(x[0]->data, x[1]->data, y[0]->data, b.outer, b.n, b.inner,
+                                ctx.op.kind == OpKind::LogSoftmaxGrad, self.stream_);
+    };
+    t.bind(OpKind::SoftmaxGrad, kSoftmaxGrad);
+    t.bind(OpKind::LogSoftmaxGrad, kSoftmaxGrad);
+    t.bind(OpKind::RmsNorm, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      const Rows r = rows_of(*x[0]);
+      return cuda::rms_norm(x[0]->data, x.size() > 1 ? x[1]->data : nullptr, y[0]->data, r.rows, r.h, call.real("eps"),
+                            self.stream_);
+    });
+    t.bind(OpKind::RmsNormGrad, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      const Rows r = rows_of(*x[1]);
+      return cuda::rms_norm_grad(x[0]->data, x[1]->data, x.size() > 2 ? x[2]->data : nullptr, y[0]->data, r.rows, r.h,
+                                 call.real("eps"), self.stream_);
+    });
+    t.bind(OpKind::RmsNormWeightGrad, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      const Rows r = rows_of(*x[1]);
+      CudaValue inverse({r.rows}, ir::DType::F32, self.stream_);
+      return cuda::rms_norm_weight_grad(x[0]->data, x[1]->data, y[0]->data, inverse.data, r.rows, r.h, call.real("eps"),
+                                        self.stream_);
+    });
+    t.bind(OpKind::Rope, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      // Positions are logical: a shard of the sequence starts at its offset.
+      const int dim = normalized(attrs.integer("dim"), rank_of(*x[0]));
+      const int64_t d = x[0]->shape.back();
+      const Blocks b = blocks_along(x[0]->shape, dim);
+      const int64_t first =
+          attrs.integer("offset") + result_placement(ctx, y[0]->shape).offset[static_cast<size_t>(dim)];
+      return cuda::rope(x[0]->data, y[0]->data, d > 0 ? n / d : 0, d, b.inner, b.n, first, call.real("base"),
+                        attrs.boolean("inverse") ? -1.0f : 1.0f, self.stream_);
+    });
+    t.bind(OpKind::CrossEntropyParts, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      const int64_t rows = x[2]->elements, c = x[0]->shape.back();
+      return cuda::cross_entropy_parts(x[0]->data, x[1]->data, x[2]->data, y[0]->data, y[1]->data, rows, c,
+                                       first_class(operand_placement(ctx, 0, x[0]->shape)), self.stream_);
+    });
+    t.bind(OpKind::CrossEntropyTotal, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      CudaValue terms({x[0]->elements}, ir::DType::F32, self.stream_);
+      return cuda::cross_entropy_total(x[0]->data, x[1]->data, y[0]->data, terms.data, x[0]->elements, self.stream_);
+    });
+    t.bind(OpKind::CrossEntropyPartsGrad, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      const int64_t rows = x[4]->elements, c = x[1]->shape.back();
+      return cuda::cross_entropy_parts_grad(x[0]->data, x[1]->data, x[2]->data, x[3]->data, x[4]->data, y[0]->data,
+                                            rows, c, first_class(result_placement(ctx, y[0]->shape)), self.stream_);
+    });
+    t.bind(OpKind::Dropout, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      reference::DevicePlacement where = reference::dropout_placement(ctx, y[0]->shape);
+      cuda::DropoutPlace place{};
+      place.dims = rank_of(*x[0]);
+      std::vector<int64_t> strides = row_major_strides(where.logical_shape);
+      for (int d = 0; d < place.dims; ++d) {
+        place.size[d] = x[0]->shape[static_cast<size_t>(d)];
+        place.offset[d] = where.offset[static_cast<size_t>(d)];
+        place.logical_stride[d] = strides[static_cast<size_t>(d)];
+      }
+      return cuda::dropout(x[0]->data, y[0]->data, y[1]->data, n, place, attrs.real("p"),
+                           static_cast<uint64_t>(attrs.integer("seed")), self.stream_);
+    });
+    t.bind(OpKind::DropoutGrad, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      if (cudaError_t e = self.binary(call, cuda::BinaryOp::Mul); e != cudaSuccess) return e;
+      return cuda::scale(y[0]->data, y[0]->data, n, 1.0f / (1.0f - call.real("p")), self.stream_);
+    });
+    const CudaKernel kTopK = [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      const bool grad = ctx.op.kind == OpKind::TopKGrad;
+      const CudaValue& scores = *x[grad ? 1 : 0];
+      const Blocks b = blocks_along(scores.shape, normalized(attrs.integer("dim"), rank_of(scores)));
+      return cuda::top_k(scores.data, grad ? x[0]->data : nullptr, y[0]->data, b.outer, b.n, b.inner,
+                         attrs.integer("k"), attrs.integer("groups"), attrs.integer("group_k"), self.stream_);
+    };
+    const CudaKernelLimit top_k_groups = [](const ir::Module& module, const ir::Function& f, const ir::Op& op) {
+      if (ir::AttrReader(module, f, op).integer("groups") > cuda::kMaxTopKGroups)
+        return fmt::format("top_k over more than {} groups has no CUDA kernel yet", cuda::kMaxTopKGroups);
+      return std::string();
+    };
+    t.bind(OpKind::TopK, kTopK, top_k_groups);
+    t.bind(OpKind::TopKGrad, kTopK, top_k_groups);
+    t.bind(OpKind::CountNonzero, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::count_nonzero(x[0]->data, y[0]->data, n, reduce_shape(x[0]->shape, attrs.ints("dims")),
+                                 self.stream_);
+    });
+    t.bind(OpKind::Dispatch, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::dispatch(x[0]->data, x[1]->data, y[0]->data, routes(*x[1], *y[0]), attrs.boolean("weighted"),
+                            self.stream_);
+    });
+    t.bind(OpKind::Combine, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::combine(x[0]->data, x[1]->data, y[0]->data, routes(*x[1], *x[0]), attrs.boolean("weighted"),
+                           self.stream_);
+    });
+    t.bind(OpKind::CombineGateGrad, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::combine_gate_grad(x[0]->data, x[1]->data, x[2]->data, y[0]->data, routes(*x[2], *x[1]),
+                                     self.stream_);
+    });
+    t.bind(OpKind::Shard, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      const int64_t index = ctx.module.mesh().coord(ctx.rank, static_cast<int>(attrs.integer("axis")));
+      if (attrs.boolean("flat")) {
+        // Chunk `index` of the flattened tensor, the last one padded with zeros.
+        const int64_t begin = std::min(index * n, x[0]->elements), copied = std::min(n, x[0]->elements - begin);
+        if (cudaError_t e = cudaMemsetAsync(y[0]->data, 0, static_cast<size_t>(n) * sizeof(float), self.stream_);
+            e != cudaSuccess)
+          return e;
+        return copied > 0 ? cudaMemcpyAsync(y[0]->data, x[0]->data + begin, static_cast<size_t>(copied) * sizeof(float),
+                                            cudaMemcpyDeviceToDevice, self.stream_)
+                          : cudaSuccess;
+      }
+      const int dim = normalized(attrs.integer("dim"), rank_of(*x[0]));
+      const Blocks b = blocks_along(x[0]->shape, dim);
+      const int64_t m = b.n / attrs.integer("parts");
+      return cuda::copy_rows(x[0]->data, y[0]->data, b.outer, b.n, index * m, m, 0, m, b.inner, self.stream_);
+    });
+    t.bind(OpKind::Unshard, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      const int64_t index = ctx.module.mesh().coord(ctx.rank, static_cast<int>(attrs.integer("axis")));
+      const int dim = normalized(attrs.integer("dim"), rank_of(*x[0]));
+      const Blocks b = blocks_along(x[0]->shape, dim);
+      if (cudaError_t e = cuda::fill(y[0]->data, n, 0.0f, self.stream_); e != cudaSuccess) return e;
+      return cuda::copy_rows(x[0]->data, y[0]->data, b.outer, b.n, 0, y[0]->shape[static_cast<size_t>(dim)],
+                             index * b.n, b.n, b.inner, self.stream_);
+    });
+    t.bind(OpKind::Sum, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::sum(x[0]->data, y[0]->data, n, reduce_shape(x[0]->shape, attrs.ints("dims")), self.stream_);
+    });
+    const CudaKernelLimit two_operands = [](const ir::Module&, const ir::Function& f, const ir::Op& op) {
+      return f.operands(op).size() > 2 ? std::string("an einsum of more than two operands has no CUDA kernel yet")
+                                       : std::string();
+    };
+    t.bind(
+        OpKind::Einsum,
+        [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+          const auto& [ctx, attrs, x, y, n] = call;
+          if (x.size() == 2)
+            if (std::optional<ir::GemmPlan> plan = ir::plan_gemm(attrs.string("spec"), x[0]->shape, x[1]->shape))
+              if (std::optional<cudaError_t> done =
+                      self.gemm(*plan, x[plan->swapped ? 1 : 0]->data, x[plan->swapped ? 0 : 1]->data, y[0]->data))
+                return *done;
+          std::optional<cuda::EinsumShape> shape = einsum_shape(attrs.string("spec"), x);
+          if (!shape) return cudaErrorInvalidValue;
+          return cuda::einsum(x[0]->data, x.size() > 1 ? x[1]->data : nullptr, y[0]->data, n, *shape, self.stream_);
+        },
+        two_operands);
+    t.bind(OpKind::Sgd, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      return cuda::sgd(x[0]->data, x[1]->data, y[0]->data, n, call.real("lr"), call.real("weight_decay"), self.stream_);
+    });
+    t.bind(OpKind::Adam, [](CudaDevice& self, const CudaCall& call) -> cudaError_t {
+      const auto& [ctx, attrs, x, y, n] = call;
+      const double step = static_cast<double>(attrs.integer("step") + ctx.steps_before);
+      cuda::AdamStep p{call.real("lr"),
+                       call.real("beta1"),
+                       call.real("beta2"),
+                       call.real("eps"),
+                       call.real("weight_decay"),
+                       static_cast<float>(1 - std::pow(attrs.real("beta1"), step)),
+                       static_cast<float>(1 - std::pow(attrs.real("beta2"), step))};
+      return cuda::adam(x[0]->data, x[1]->data, x[2]->data, x[3]->data, y[0]->data, y[1]->data, y[2]->data, n, p,
+                        self.stream_);
+    });
+    return t;
+  }();
+  return table;
+}
 
 }  // namespace
 
