@@ -1,8 +1,10 @@
 // The op registry: every op kind once, with its signature (operand and
 // result counts, attributes with types and defaults), its shape rule (result
 // types from operand types and attributes), its cost (FLOPs and bytes moved
-// per device, for the cost model) and which operands are read only for their
-// shape (may stay abstract in a mixed abstract/concrete interpretation).
+// per device, for the cost model), which operands are read only for their
+// shape (may stay abstract in a mixed abstract/concrete interpretation), and
+// how partial-sum operands pass through it (its linearity and the dims it
+// sums away).
 #pragma once
 
 #include <cstdint>
@@ -81,6 +83,38 @@ using ShapeRule = bool (*)(const OpContext& ctx, std::vector<TensorType>& result
 using CostRule = OpCost (*)(const OpContext& ctx, std::span<const TensorType> results);
 
 inline constexpr uint8_t kVariadic = 255;
+// How a compute op's results follow from operands that are partial sums over
+// a mesh axis (summands of the value, P(sum)): what lets a partial value
+// flow through an op without a reduction. The reference executor checks
+// every op of a program by it (backends/reference/partial_tracking.h).
+enum class Linearity : uint8_t {
+  None,       // needs every operand whole
+  First,      // linear in operand 0 only
+  Sum,        // a sum of its operands: all partial on an axis, or none
+  Product,    // linear in each operand: at most one partial per axis
+  Gradients,  // batchnorm_input_grad: linear in dy, dgamma and dbeta (operands 0, 5, 6) jointly
+};
+
+// The operand dims a result sums (or takes the maximum) over: where a mesh
+// axis splits one, the result is partial over that axis even when no
+// operand is.
+struct ReducedDims {
+  struct Dim {
+    uint8_t operand;
+    int dim;
+  };
+  std::vector<Dim> summed;
+  std::vector<Dim> maxed;
+  uint32_t partial_mesh_axes = 0;  // partial over these axes whatever the layouts (a vocabulary shard's zero rows)
+
+  void sum(size_t operand, int dim) { summed.push_back({static_cast<uint8_t>(operand), dim}); }
+  void sum_all(size_t operand, int rank) {
+    for (int d = 0; d < rank; ++d) sum(operand, d);
+  }
+};
+
+using ReducedDimsRule = void (*)(const OpContext& ctx, size_t result, ReducedDims& reduced);
+
 // OpInfo::results of a grouped collective: one result per operand.
 inline constexpr uint8_t kPerOperand = 255;
 
@@ -98,6 +132,8 @@ struct OpInfo {
   uint32_t shape_only_operands = 0;
   ShapeRule infer = nullptr;  // nullptr: result types are given (recv)
   CostRule cost = nullptr;
+  Linearity linearity = Linearity::None;
+  ReducedDimsRule reduced = nullptr;  // nullptr: no result sums an operand dim away
 
   // -1 when the kind has no attribute of that name.
   int attr_slot(std::string_view attr) const;

@@ -307,22 +307,30 @@ void add_backward_ops(std::vector<OpInfo>& t) {
     t.push_back(make_op(p.grad, 2, 2, 1, {}, unary_grad_shape, [](const OpContext& c, Results r) {
       return per_input(c, r, find_pointwise(c.attrs.kind())->grad_flops);
     }));
+    t.back().linearity = Linearity::First;  // an activation's gradient is linear in dy
   }
   t.push_back(
       priced_as(CostClass::Reduction, make_op(OpKind::SoftmaxGrad, 2, 2, 1, {int_attr("dim", -1)}, softmax_grad_shape,
                                               [](const OpContext& c, Results r) { return per_input(c, r, 4); })));
+  t.back().linearity = Linearity::First;
   t.push_back(priced_as(CostClass::Reduction,
                         make_op(OpKind::LayerNormGrad, 3, 3, 1, {float_attr("eps", 1e-5)}, layernorm_grad_shape,
                                 [](const OpContext& c, Results r) { return per_input(c, r, 10); })));
+  t.back().linearity = Linearity::First;
   t.push_back(priced_as(CostClass::Reduction, make_op(OpKind::LayerNormWeightGrad, 2, 2, 2, {float_attr("eps", 1e-5)},
                                                       layernorm_weight_grad_shape, [](const OpContext& c, Results r) {
                                                         return per_input(c, r, 6);
                                                       })));
+  t.back().linearity = Linearity::First;
+  t.back().reduced = sum_rows_of_second;
   t.push_back(make_op(OpKind::DropoutGrad, 2, 2, 1, {required("p", AttrType::Float)}, dropout_grad_shape,
                       [](const OpContext& c, Results r) { return per_input(c, r, 2); }));
+  t.back().linearity = Linearity::First;
   t.push_back(make_op(OpKind::EmbeddingGrad, 2, 2, 1,
                       {required("vocab", AttrType::Int), int_attr("offset", 0), int_attr("offset_axis", -1)},
                       embedding_grad_shape, [](const OpContext& c, Results r) { return per_input(c, r, 1); }));
+  t.back().linearity = Linearity::First;
+  t.back().reduced = [](const OpContext& c, size_t, ReducedDims& r) { r.sum_all(1, c.operands[1].rank); };
   t.push_back(priced_as(CostClass::Reduction,
                         make_op(OpKind::CrossEntropyPartsGrad, 5, 5, 1, {}, cross_entropy_parts_grad_shape,
                                 [](const OpContext& c, Results r) {
@@ -333,53 +341,80 @@ void add_backward_ops(std::vector<OpInfo>& t) {
                                 cross_entropy_grad_shape, [](const OpContext& c, Results r) {
                                   return OpCost{4.0 * static_cast<double>(c.operands[1].numel()), traffic(c, r)};
                                 })));
+  t.back().linearity = Linearity::First;
   t.push_back(priced_as(CostClass::Matmul,
                         make_op(OpKind::AttentionGrad, 4, 4, 3, {bool_attr("causal", false), float_attr("scale", 0)},
                                 attention_grad_shape, attention_grad_cost)));
+  t.back().linearity = Linearity::First;
+  t.back().reduced = [](const OpContext&, size_t result, ReducedDims& r) {
+    // dk and dv sum over q's rows: a split query sequence (context
+    // parallelism) leaves them partial.
+    if (result > 0) r.sum(1, 2);
+  };
   const std::vector<AttrSpec> conv_attrs = {list_attr("stride"), list_attr("padding"), int_attr("groups", 1)};
   t.push_back(priced_as(CostClass::Matmul,
                         make_op(
                             OpKind::Conv2dInputGrad, 3, 3, 1, conv_attrs, conv_input_grad_shape,
                             [](const OpContext& c, Results r) { return conv_cost(c, c.operands[0], c.operands[2], r); },
                             OpCategory::Compute, 1u << 1)));
+  t.back().linearity = Linearity::First;
   t.push_back(priced_as(CostClass::Matmul,
                         make_op(
                             OpKind::Conv2dWeightGrad, 3, 3, 1, conv_attrs, conv_weight_grad_shape,
                             [](const OpContext& c, Results r) { return conv_cost(c, c.operands[0], c.operands[2], r); },
                             OpCategory::Compute, 1u << 2)));
+  t.back().linearity = Linearity::Product;
+  t.back().reduced = [](const OpContext&, size_t, ReducedDims& r) { r.sum(0, 0); };
   const std::vector<AttrSpec> pool_attrs = {required("kernel", AttrType::IntList), list_attr("stride"),
                                             list_attr("padding")};
   t.push_back(make_op(OpKind::MaxPool2dGrad, 2, 2, 1, pool_attrs, pool_grad_shape,
                       [](const OpContext& c, Results r) { return per_input(c, r, 1); }));
+  t.back().linearity = Linearity::First;
   t.push_back(make_op(
       OpKind::AvgPool2dGrad, 2, 2, 1, pool_attrs, pool_grad_shape,
       [](const OpContext& c, Results r) { return per_input(c, r, 1); }, OpCategory::Compute, 1u << 1));
+  t.back().linearity = Linearity::First;
   t.push_back(priced_as(CostClass::Reduction,
                         make_op(OpKind::BatchNormGrad, 3, 3, 3, {float_attr("eps", 1e-5)}, batchnorm_grad_shape,
                                 [](const OpContext& c, Results r) { return per_input(c, r, 12); })));
+  t.back().linearity = Linearity::First;
+  t.back().reduced = [](const OpContext& c, size_t result, ReducedDims& r) {
+    if (result == 0) return;
+    for (int d = 0; d < c.operands[1].rank; ++d)
+      if (d != 1) r.sum(1, d);
+  };
   t.push_back(make_op(OpKind::MaximumGrad, 3, 3, 2, {}, maximum_grad_shape,
                       [](const OpContext& c, Results r) { return per_input(c, r, 2); }));
+  t.back().linearity = Linearity::First;
   t.push_back(priced_as(CostClass::Reduction,
                         make_op(OpKind::LogSoftmaxGrad, 2, 2, 1, {int_attr("dim", -1)}, softmax_grad_shape,
                                 [](const OpContext& c, Results r) { return per_input(c, r, 4); })));
+  t.back().linearity = Linearity::First;
   t.push_back(priced_as(CostClass::Reduction,
                         make_op(OpKind::RmsNormGrad, 2, 3, 1, {float_attr("eps", 1e-5)}, rms_norm_grad_shape,
                                 [](const OpContext& c, Results r) { return per_input(c, r, 8); })));
+  t.back().linearity = Linearity::First;
   t.push_back(priced_as(CostClass::Reduction, make_op(OpKind::RmsNormWeightGrad, 2, 2, 1, {float_attr("eps", 1e-5)},
                                                       rms_norm_weight_grad_shape, [](const OpContext& c, Results r) {
                                                         return per_input(c, r, 4);
                                                       })));
+  t.back().linearity = Linearity::First;
+  t.back().reduced = sum_rows_of_second;
   t.push_back(make_op(OpKind::ReduceMaxGrad, 3, 3, 1, {required("dims", AttrType::IntList)}, reduce_max_grad_shape,
                       [](const OpContext& c, Results r) {
                         return OpCost{static_cast<double>(r[0].numel()), traffic(c, r)};
                       }));
+  t.back().linearity = Linearity::First;
   t.push_back(priced_as(
       CostClass::Reduction,
       make_op(OpKind::BatchNormWeightGrad, 4, 4, 2,
               {required("count", AttrType::Int), float_attr("eps", 1e-5), int_attr("groups", 1)},
               batchnorm_weight_grad_shape, [](const OpContext& c, Results r) { return per_input(c, r, 6); })));
+  t.back().linearity = Linearity::First;
+  t.back().reduced = batch_norm_sums;
   t.push_back(make_op(OpKind::BatchNormInputGrad, 7, 7, 1, {required("count", AttrType::Int), float_attr("eps", 1e-5)},
                       batchnorm_input_grad_shape, [](const OpContext& c, Results r) { return per_input(c, r, 8); }));
+  t.back().linearity = Linearity::Gradients;
 }
 
 void add_optimizer_ops(std::vector<OpInfo>& t) {
@@ -393,6 +428,7 @@ void add_optimizer_ops(std::vector<OpInfo>& t) {
       optimizer_shape, [](const OpContext& c, Results r) { return per_input(c, r, 14); }, OpCategory::Optimizer));
   t.push_back(make_op(OpKind::Accumulate, 2, 2, 1, {}, accumulate_shape,
                       [](const OpContext& c, Results r) { return per_input(c, r, 1); }));
+  t.back().linearity = Linearity::Sum;
 }
 
 }  // namespace dstc::ir::rules

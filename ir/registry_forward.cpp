@@ -706,14 +706,38 @@ void add_forward_ops(std::vector<OpInfo>& t) {
   t.push_back(priced_as(CostClass::Matmul, make_op(OpKind::Matmul, 2, 2, 1,
                                                    {bool_attr("transpose_a", false), bool_attr("transpose_b", false)},
                                                    matmul_shape, matmul_cost)));
+  t.back().linearity = Linearity::Product;
+  t.back().reduced = [](const OpContext& c, size_t, ReducedDims& r) {
+    const int ra = c.operands[0].rank, rb = c.operands[1].rank;
+    r.sum(0, c.attrs.boolean("transpose_a") ? ra - 2 : ra - 1);
+    r.sum(1, c.attrs.boolean("transpose_b") ? rb - 1 : rb - 2);
+  };
   t.push_back(priced_as(CostClass::Matmul,
                         make_op(OpKind::Einsum, 1, 2, 1, {required("spec", AttrType::String), string_attr("dtype", "")},
                                 einsum_shape, einsum_cost)));
-  for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul})
+  t.back().linearity = Linearity::Product;
+  t.back().reduced = [](const OpContext& c, size_t, ReducedDims& r) {
+    // Letters of an operand's term missing from the output are summed.
+    std::string_view spec = c.attrs.string("spec");
+    const size_t arrow = spec.find("->");
+    std::string_view lhs = spec.substr(0, arrow), output = spec.substr(arrow + 2);
+    size_t start = 0;
+    for (size_t i = 0; i < c.operands.size(); ++i) {
+      const size_t comma = lhs.find(',', start);
+      std::string_view term = lhs.substr(start, comma == std::string_view::npos ? lhs.npos : comma - start);
+      start = comma + 1;
+      for (size_t d = 0; d < term.size(); ++d)
+        if (output.find(term[d]) == output.npos) r.sum(i, static_cast<int>(d));
+    }
+  };
+  for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul}) {
     t.push_back(
         make_op(k, 2, 2, 1, {}, binary_shape, [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
+    t.back().linearity = k == OpKind::Mul ? Linearity::Product : Linearity::Sum;
+  }
   t.push_back(make_op(OpKind::Scale, 1, 1, 1, {required("factor", AttrType::Float)}, float_unary_shape,
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
+  t.back().linearity = Linearity::First;
   // Rotary position embedding: x·cos + rotate_half(x)·sin, positions along
   // `dim` from `offset` (a step after cached positions), the last dim
   // rotated in pairs (i, i + d/2); inverse rotates back (its gradient).
@@ -722,6 +746,7 @@ void add_forward_ops(std::vector<OpInfo>& t) {
       OpKind::Rope, 1, 1, 1,
       {required("dim", AttrType::Int), float_attr("base", 10000), bool_attr("inverse", false), int_attr("offset", 0)},
       rope_shape, [](const OpContext& c, Results r) { return elementwise_cost(c, r, 3); }));
+  t.back().linearity = Linearity::First;
   for (const PointwiseOp& p : pointwise_ops()) {
     OpInfo op = make_op(p.kind, 1, 1, 1, {}, float_unary_shape, [](const OpContext& c, Results r) {
       return elementwise_cost(c, r, find_pointwise(c.attrs.kind())->flops);
@@ -736,22 +761,34 @@ void add_forward_ops(std::vector<OpInfo>& t) {
                                 [](const OpContext& c, Results r) { return elementwise_cost(c, r, 8); })));
   t.push_back(make_op(OpKind::Dropout, 1, 1, 2, {required("p", AttrType::Float), int_attr("seed", 0)}, dropout_shape,
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 2); }));
+  t.back().linearity = Linearity::First;
   // offset_axis >= 0: the table is a vocabulary shard whose first row is
   // (coordinate on that mesh axis) x (local rows); ids outside it give zeros.
   t.push_back(make_op(OpKind::Embedding, 2, 2, 1, {int_attr("offset", 0), int_attr("offset_axis", -1)}, embedding_shape,
                       gather_cost));
+  t.back().linearity = Linearity::First;
+  t.back().reduced = [](const OpContext& c, size_t, ReducedDims& r) {
+    // A vocabulary shard's rows of other shards are zeros.
+    const int64_t axis = c.attrs.integer("offset_axis");
+    if (axis >= 0 && axis < 32) r.partial_mesh_axes |= 1u << axis;
+  };
   t.push_back(priced_as(CostClass::Reduction,
                         make_op(OpKind::CrossEntropy, 2, 2, 1, {string_attr("reduction", "mean")}, cross_entropy_shape,
                                 [](const OpContext& c, Results r) {
                                   return OpCost{5.0 * static_cast<double>(c.operands[0].numel()), traffic(c, r)};
                                 })));
+  t.back().reduced = [](const OpContext& c, size_t, ReducedDims& r) { r.sum_all(0, c.operands[0].rank); };
   t.push_back(priced_as(
       CostClass::Reduction,
       make_op(OpKind::CrossEntropyParts, 3, 3, 2, {}, cross_entropy_parts_shape, [](const OpContext& c, Results r) {
         return OpCost{3.0 * static_cast<double>(c.operands[0].numel()), traffic(c, r)};
       })));
+  t.back().reduced = [](const OpContext& c, size_t, ReducedDims& r) {
+    r.sum(0, c.operands[0].rank - 1);  // a shard's parts add up over the classes
+  };
   t.push_back(make_op(OpKind::CrossEntropyTotal, 2, 2, 1, {}, cross_entropy_total_shape,
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 3); }));
+  t.back().reduced = [](const OpContext& c, size_t, ReducedDims& r) { r.sum_all(0, c.operands[0].rank); };
   // Operands q, k, v, and in inference with a KV cache the keys' and the
   // values' caches: `context` earlier positions precede k and v.
   t.push_back(priced_as(CostClass::Matmul, make_op(OpKind::Attention, 3, 5, 1,
@@ -769,9 +806,12 @@ void add_forward_ops(std::vector<OpInfo>& t) {
       CostClass::Matmul,
       make_op(OpKind::Conv2d, 2, 2, 1, {list_attr("stride"), list_attr("padding"), int_attr("groups", 1)}, conv2d_shape,
               [](const OpContext& c, Results r) { return conv_cost(c, r[0], c.operands[1], r); })));
-  for (OpKind k : {OpKind::MaxPool2d, OpKind::AvgPool2d})
+  t.back().linearity = Linearity::Product;
+  for (OpKind k : {OpKind::MaxPool2d, OpKind::AvgPool2d}) {
     t.push_back(make_op(k, 1, 1, 1, {required("kernel", AttrType::IntList), list_attr("stride"), list_attr("padding")},
                         pool_shape, pool_cost));
+    if (k == OpKind::AvgPool2d) t.back().linearity = Linearity::First;
+  }
   t.push_back(priced_as(CostClass::Reduction,
                         make_op(OpKind::BatchNorm, 3, 3, 1, {float_attr("eps", 1e-5)}, batchnorm_shape,
                                 [](const OpContext& c, Results r) { return elementwise_cost(c, r, 8); })));
@@ -779,14 +819,20 @@ void add_forward_ops(std::vector<OpInfo>& t) {
       make_op(OpKind::Slice, 1, 1, 1,
               {required("dim", AttrType::Int), required("start", AttrType::Int), required("end", AttrType::Int)},
               slice_shape, no_flops));
+  t.back().linearity = Linearity::First;
   t.push_back(make_op(OpKind::Concat, 1, kVariadic, 1, {required("dim", AttrType::Int)}, concat_shape, no_flops));
+  t.back().linearity = Linearity::Sum;
   t.push_back(priced_as(CostClass::Free, make_op(OpKind::Reshape, 1, 1, 1, {required("shape", AttrType::IntList)},
                                                  reshape_shape, [](const OpContext&, Results) { return OpCost{}; })));
+  t.back().linearity = Linearity::First;
   t.push_back(make_op(OpKind::Transpose, 1, 1, 1, {required("perm", AttrType::IntList)}, transpose_shape, no_flops));
+  t.back().linearity = Linearity::First;
   t.push_back(
       priced_as(CostClass::Reduction,
                 make_op(OpKind::Sum, 1, 1, 1, {required("dims", AttrType::IntList), bool_attr("keepdim", false)},
                         sum_shape, input_elementwise_cost)));
+  t.back().linearity = Linearity::First;
+  t.back().reduced = sum_dims_attr;
   t.push_back(make_op(OpKind::Fill, 0, 0, 1,
                       {required("shape", AttrType::IntList), string_attr("dtype", "f32"), float_attr("value", 0)},
                       fill_shape, no_flops));
@@ -794,15 +840,19 @@ void add_forward_ops(std::vector<OpInfo>& t) {
                       {int_attr("dim", 0), required("parts", AttrType::Int), required("axis", AttrType::Int),
                        bool_attr("flat", false), int_attr("span", 0)},
                       shard_shape, no_flops));
+  t.back().linearity = Linearity::First;
   t.push_back(
       make_op(OpKind::Unshard, 1, 1, 1,
               {required("dim", AttrType::Int), required("parts", AttrType::Int), required("axis", AttrType::Int)},
               unshard_shape, no_flops));
+  t.back().linearity = Linearity::First;
   // Keeps the value on coordinate 0 of mesh axis `axis`, zeros elsewhere (B -> P boxing).
   t.push_back(make_op(OpKind::Partialize, 1, 1, 1, {required("axis", AttrType::Int)}, float_unary_shape,
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 0); }));
+  t.back().linearity = Linearity::First;
   t.push_back(make_op(OpKind::Cast, 1, 1, 1, {required("dtype", AttrType::String)}, cast_shape,
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
+  t.back().linearity = Linearity::First;
   // The amax, the scale and the rounding: about three operations an
   // element. One scale for the tensor needs its amax before any element is
   // cast, so x is read twice (Transformer Engine's current scaling); a
@@ -821,6 +871,7 @@ void add_forward_ops(std::vector<OpInfo>& t) {
                       }));
   t.push_back(make_op(OpKind::Div, 2, 2, 1, {}, binary_shape,
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
+  t.back().linearity = Linearity::First;
   t.push_back(make_op(OpKind::Maximum, 2, 2, 1, {}, binary_shape,
                       [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
   for (OpKind k : {OpKind::Exp, OpKind::Sqrt})
@@ -836,14 +887,20 @@ void add_forward_ops(std::vector<OpInfo>& t) {
       priced_as(CostClass::Reduction,
                 make_op(OpKind::ReduceMax, 1, 1, 1, {required("dims", AttrType::IntList), bool_attr("keepdim", false)},
                         sum_shape, input_elementwise_cost)));
+  t.back().reduced = [](const OpContext& c, size_t, ReducedDims& r) {
+    // The maximum over a split dim is a partial maximum.
+    for (int64_t d : c.attrs.ints("dims")) r.maxed.push_back({0, static_cast<int>(d < 0 ? d + c.operands[0].rank : d)});
+  };
   t.push_back(make_op(OpKind::Expand, 1, 1, 1,
                       {required("shape", AttrType::IntList), required("dims", AttrType::IntList)}, expand_shape,
                       no_flops));
+  t.back().linearity = Linearity::First;
   t.push_back(priced_as(CostClass::Reduction,
                         make_op(OpKind::BatchNormStats, 1, 1, 2, {int_attr("groups", 1)}, batchnorm_stats_shape,
                                 [](const OpContext& c, Results r) {
                                   return OpCost{3.0 * static_cast<double>(c.operands[0].numel()), traffic(c, r)};
                                 })));
+  t.back().reduced = batch_norm_sums;
   t.push_back(make_op(OpKind::BatchNormApply, 5, 5, 1, {required("count", AttrType::Int), float_attr("eps", 1e-5)},
                       batchnorm_apply_shape, [](const OpContext& c, Results r) { return elementwise_cost(c, r, 4); }));
 }

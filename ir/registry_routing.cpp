@@ -130,21 +130,35 @@ void add_routing_ops(std::vector<OpInfo>& t) {
       OpKind::TopKGrad, 2, 2, 1,
       {required("dim", AttrType::Int), required("k", AttrType::Int), int_attr("groups", 0), int_attr("group_k", 0)},
       top_k_shape, [](const OpContext& c, Results r) { return elementwise_cost(c, r, 1); }));
+  t.back().linearity = Linearity::First;
   // Unweighted it is combine's gradient for the tokens, weighted dispatch's
   // for the slots (and the other way round).
   t.push_back(make_op(OpKind::Dispatch, 2, 2, 1, {required("capacity", AttrType::Int), bool_attr("weighted", false)},
                       dispatch_shape, [](const OpContext& c, Results r) { return slot_cost(c, r, r[0]); }));
+  t.back().linearity = Linearity::First;
   t.push_back(make_op(OpKind::Combine, 2, 2, 1, {bool_attr("weighted", true)}, combine_shape,
                       [](const OpContext& c, Results r) { return slot_cost(c, r, c.operands[0]); }));
+  t.back().linearity = Linearity::First;
+  t.back().reduced = [](const OpContext& c, size_t, ReducedDims& r) {
+    // A token sums its experts' slots; the gates' gradient sums over h.
+    r.sum(0, c.operands[0].rank - 3);
+    r.sum(1, c.operands[1].rank - 1);
+  };
   // The gates' gradient: dz · y of each kept slot.
   t.push_back(make_op(OpKind::CombineGateGrad, 3, 3, 1, {}, combine_gate_grad_shape, [](const OpContext& c, Results r) {
     return OpCost{2.0 * static_cast<double>(c.operands[1].numel()), traffic(c, r)};
   }));
+  t.back().linearity = Linearity::Product;
+  t.back().reduced = [](const OpContext& c, size_t, ReducedDims& r) {
+    r.sum(0, c.operands[0].rank - 1);
+    r.sum(1, c.operands[1].rank - 1);
+  };
   t.push_back(priced_as(CostClass::Reduction,
                         make_op(OpKind::CountNonzero, 1, 1, 1, {required("dims", AttrType::IntList)},
                                 count_nonzero_shape, [](const OpContext& c, Results r) {
                                   return OpCost{static_cast<double>(c.operands[0].numel()), traffic(c, r)};
                                 })));
+  t.back().reduced = sum_dims_attr;
 }
 
 }  // namespace dstc::ir::rules

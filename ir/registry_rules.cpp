@@ -75,4 +75,20 @@ OpCost elementwise_cost(const OpContext& ctx, std::span<const TensorType> result
   return {flops_per_element * n, traffic(ctx, results)};
 }
 
+void sum_dims_attr(const OpContext& ctx, size_t, ReducedDims& reduced) {
+  const int rank = ctx.operands[0].rank;
+  for (int64_t d : ctx.attrs.ints("dims")) reduced.sum(0, static_cast<int>(d < 0 ? d + rank : d));
+}
+
+void sum_rows_of_second(const OpContext& ctx, size_t, ReducedDims& reduced) {
+  reduced.sum_all(1, ctx.operands[1].rank - 1);
+}
+
+void batch_norm_sums(const OpContext& ctx, size_t, ReducedDims& reduced) {
+  const size_t x = ctx.attrs.kind() == OpKind::BatchNormStats ? 0 : 1;
+  const bool local = ctx.attrs.integer("groups") > 1;
+  for (int d = 0; d < ctx.operands[x].rank; ++d)
+    if (d != 1 && !(local && d == 0)) reduced.sum(x, d);
+}
+
 }  // namespace dstc::ir::rules

@@ -45,6 +45,15 @@ bool reduced_shape(const TensorType& x, std::span<const int64_t> dims, bool keep
 double traffic(const OpContext& ctx, std::span<const TensorType> results);
 OpCost elementwise_cost(const OpContext& ctx, std::span<const TensorType> results, double flops_per_element);
 
+// Reduced-dims rules several ops share: operand 0's `dims` attribute
+// summed (sum, count_nonzero); every dim of operand 1 but the last summed
+// (the norms' weight gradients); every dim of operand 0 (statistics) or 1
+// (weight gradients) but the channels, and the batch's too when `groups`
+// keeps local statistics' shards apart (batch norm).
+void sum_dims_attr(const OpContext& ctx, size_t result, ReducedDims& reduced);
+void sum_rows_of_second(const OpContext& ctx, size_t result, ReducedDims& reduced);
+void batch_norm_sums(const OpContext& ctx, size_t result, ReducedDims& reduced);
+
 // Output of a 2-D convolution of x [N, C, H, W] with w [O, C/groups, KH, KW]
 // under the op's stride, padding and groups attributes.
 bool conv_geometry(const OpContext& ctx, const TensorType& x, const TensorType& w, TensorType& y, std::string& error);

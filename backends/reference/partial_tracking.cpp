@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include "backends/reference/logical_layout.h"
-#include "ir/pointwise_ops.h"
 #include "ir/registry.h"
 
 namespace dstc::reference {
@@ -14,72 +13,10 @@ namespace {
 
 using ir::OpKind;
 
-// How an op combines partial operands.
-enum class Linearity : uint8_t {
-  None,       // needs every operand whole
-  First,      // linear in operand 0 only
-  Sum,        // a sum of its operands: all partial on an axis, or none
-  Product,    // linear in each operand: at most one partial per axis
-  Gradients,  // batchnorm_input_grad: linear in dy, dgamma and dbeta jointly
-};
+using ir::Linearity;
 
 // Operand positions batchnorm_input_grad is jointly linear in.
 bool joint_gradient_operand(size_t i) { return i == 0 || i == 5 || i == 6; }
-
-Linearity linearity(OpKind kind, size_t operands) {
-  // An activation's gradient is linear in dy, its first operand.
-  if (const ir::PointwiseOp* p = ir::find_pointwise(kind); p && p->grad == kind) return Linearity::First;
-  switch (kind) {
-    case OpKind::Add:
-    case OpKind::Sub:
-    case OpKind::Accumulate:
-    case OpKind::Concat: return Linearity::Sum;
-    case OpKind::Mul:
-    case OpKind::Matmul:
-    case OpKind::CombineGateGrad:
-    case OpKind::Conv2d:
-    case OpKind::Conv2dWeightGrad: return Linearity::Product;
-    case OpKind::Einsum: return operands == 2 ? Linearity::Product : Linearity::First;
-    case OpKind::Scale:
-    case OpKind::Rope:
-    case OpKind::TopKGrad:
-    case OpKind::Dispatch:
-    case OpKind::Combine:
-    case OpKind::Div:
-    case OpKind::Expand:
-    case OpKind::Sum:
-    case OpKind::Reshape:
-    case OpKind::Transpose:
-    case OpKind::Slice:
-    case OpKind::Cast:
-    case OpKind::Dropout:
-    case OpKind::Embedding:
-    case OpKind::AvgPool2d:
-    case OpKind::Shard:
-    case OpKind::Unshard:
-    case OpKind::Partialize:
-    case OpKind::SoftmaxGrad:
-    case OpKind::LayerNormGrad:
-    case OpKind::LayerNormWeightGrad:
-    case OpKind::DropoutGrad:
-    case OpKind::EmbeddingGrad:
-    case OpKind::CrossEntropyGrad:
-    case OpKind::AttentionGrad:
-    case OpKind::Conv2dInputGrad:
-    case OpKind::MaxPool2dGrad:
-    case OpKind::AvgPool2dGrad:
-    case OpKind::BatchNormGrad:
-    case OpKind::MaximumGrad:
-    case OpKind::LogSoftmaxGrad:
-    case OpKind::RmsNormGrad:
-    case OpKind::RmsNormWeightGrad:
-    case OpKind::ReduceMaxGrad:
-    case OpKind::BatchNormWeightGrad: return Linearity::First;
-    // dx is linear in (dy, dgamma, dbeta) together: partial on the same axes or whole.
-    case OpKind::BatchNormInputGrad: return Linearity::Gradients;
-    default: return Linearity::None;
-  }
-}
 
 // Mesh axes (of `spanned`) that split dim d of value v per its declared layout.
 uint32_t split_axes(const ir::Module& module, const ir::Function& f, ir::ValueId v, uint32_t spanned,
@@ -93,77 +30,26 @@ uint32_t split_axes(const ir::Module& module, const ir::Function& f, ir::ValueId
   return axes;
 }
 
-// Axes over which the op sums a split operand dim away: its result is
-// partial there even when no operand is.
-uint32_t reduced_split_axes(const ir::Module& module, const ir::Function& f, const ir::Op& op, uint32_t spanned,
-                            size_t result) {
+// The mesh axes (of `spanned`) that split an operand dim in `dims`.
+uint32_t axes_splitting(const ir::Module& module, const ir::Function& f, const ir::Op& op, uint32_t spanned,
+                        std::span<const ir::ReducedDims::Dim> dims) {
   std::span<const ir::ValueId> in = f.operands(op);
+  uint32_t axes = 0;
+  for (const ir::ReducedDims::Dim& d : dims)
+    axes |= split_axes(module, f, in[d.operand], spanned, [&](int s) { return s == d.dim; });
+  return axes;
+}
+
+// What result `result` sums or maximizes away, by the op's registered rule.
+ir::ReducedDims reduced_dims(const ir::Module& module, const ir::Function& f, const ir::Op& op, size_t result) {
+  ir::ReducedDims reduced;
+  const ir::OpInfo& info = ir::op_info(op.kind);
+  if (!info.reduced) return reduced;
+  std::vector<ir::TensorType> types;
+  for (ir::ValueId v : f.operands(op)) types.push_back(module.value_type(f, v));
   ir::AttrReader attrs(module, f, op);
-  auto rank_of = [&](size_t i) { return static_cast<int>(module.value_type(f, in[i]).rank); };
-  auto split = [&](size_t i, auto pred) { return split_axes(module, f, in[i], spanned, pred); };
-  switch (op.kind) {
-    case OpKind::Einsum: {
-      std::string_view spec = attrs.string("spec");
-      size_t arrow = spec.find("->");
-      std::string_view output = spec.substr(arrow + 2), lhs = spec.substr(0, arrow);
-      uint32_t axes = 0;
-      size_t start = 0;
-      for (size_t i = 0; i < in.size(); ++i) {
-        size_t comma = lhs.find(',', start);
-        std::string_view term = lhs.substr(start, comma == std::string_view::npos ? lhs.npos : comma - start);
-        start = comma + 1;
-        axes |= split(i, [&](int d) {
-          return d < static_cast<int>(term.size()) && output.find(term[static_cast<size_t>(d)]) == output.npos;
-        });
-      }
-      return axes;
-    }
-    case OpKind::Matmul: {
-      int ra = rank_of(0), rb = rank_of(1);
-      int ka = attrs.boolean("transpose_a") ? ra - 2 : ra - 1;
-      int kb = attrs.boolean("transpose_b") ? rb - 1 : rb - 2;
-      return split(0, [&](int d) { return d == ka; }) | split(1, [&](int d) { return d == kb; });
-    }
-    case OpKind::Sum:
-    case OpKind::CountNonzero: {
-      uint32_t axes = 0;
-      for (int64_t d : attrs.ints("dims")) {
-        int dim = static_cast<int>(d < 0 ? d + rank_of(0) : d);
-        axes |= split(0, [&](int s) { return s == dim; });
-      }
-      return axes;
-    }
-    case OpKind::Embedding: {
-      int64_t axis = attrs.integer("offset_axis");
-      return axis >= 0 && (spanned >> axis & 1u) ? 1u << axis : 0;  // rows of other shards are zeros
-    }
-    case OpKind::EmbeddingGrad: return split(1, [](int) { return true; });
-    case OpKind::CrossEntropy: return split(0, [&](int) { return true; });
-    // A shard's parts add up over the classes; the total over the rows.
-    case OpKind::CrossEntropyParts: return split(0, [&](int d) { return d == rank_of(0) - 1; });
-    case OpKind::CrossEntropyTotal: return split(0, [&](int) { return true; });
-    case OpKind::LayerNormWeightGrad: return split(1, [&](int d) { return d < rank_of(1) - 1; });
-    case OpKind::Conv2dWeightGrad: return split(0, [](int d) { return d == 0; });
-    case OpKind::BatchNormGrad: return result == 0 ? 0 : split(1, [](int d) { return d != 1; });
-    // Local statistics (groups > 1) keep the batch shards' sums apart.
-    case OpKind::BatchNormStats:
-    case OpKind::BatchNormWeightGrad: {
-      const bool local = attrs.integer("groups") > 1;
-      return split(op.kind == OpKind::BatchNormStats ? 0 : 1, [&](int d) { return d != 1 && !(local && d == 0); });
-    }
-    case OpKind::RmsNormWeightGrad: return split(1, [&](int d) { return d < rank_of(1) - 1; });
-    // dk and dv sum over q's rows: a split query sequence (context
-    // parallelism) leaves them partial.
-    case OpKind::AttentionGrad: return result == 0 ? 0 : split(1, [](int d) { return d == 2; });
-    // A token sums its experts' slots; the gates' gradient sums over h.
-    case OpKind::Combine:
-      return split(0, [&](int d) { return d == rank_of(0) - 3; }) |
-             split(1, [&](int d) { return d == rank_of(1) - 1; });
-    case OpKind::CombineGateGrad:
-      return split(0, [&](int d) { return d == rank_of(0) - 1; }) |
-             split(1, [&](int d) { return d == rank_of(1) - 1; });
-    default: return 0;
-  }
+  info.reduced({types, attrs}, result, reduced);
+  return reduced;
 }
 
 }  // namespace
@@ -246,7 +132,7 @@ PartialInference infer_partial(const ir::Module& module, const ir::Function& f, 
     return r;
   }
 
-  const Linearity lin = linearity(op.kind, in.size());
+  const Linearity lin = info.linearity;
   PartialAxes out;
   uint32_t float_partial_union = 0;
   for (size_t i = 0; i < in.size(); ++i) {
@@ -292,16 +178,11 @@ PartialInference infer_partial(const ir::Module& module, const ir::Function& f, 
     if (op.kind != OpKind::Shard) out.sum |= bit & spanned;
   }
   for (int i = 0; i < op.result_count; ++i) {
-    r.results[static_cast<size_t>(i)] = out;
-    r.results[static_cast<size_t>(i)].sum |= reduced_split_axes(module, f, op, spanned, static_cast<size_t>(i));
-  }
-  if (op.kind == OpKind::ReduceMax) {  // the maximum over a split dim is a partial maximum
-    ir::AttrReader attrs(module, f, op);
-    const int rank = static_cast<int>(module.value_type(f, in[0]).rank);
-    for (int64_t d : attrs.ints("dims")) {
-      const int dim = static_cast<int>(d < 0 ? d + rank : d);
-      r.results[0].max |= split_axes(module, f, in[0], spanned, [&](int s) { return s == dim; });
-    }
+    const ir::ReducedDims reduced = reduced_dims(module, f, op, static_cast<size_t>(i));
+    PartialAxes& result = r.results[static_cast<size_t>(i)];
+    result = out;
+    result.sum |= axes_splitting(module, f, op, spanned, reduced.summed) | (reduced.partial_mesh_axes & spanned);
+    result.max |= axes_splitting(module, f, op, spanned, reduced.maxed);
   }
   if (op.kind == OpKind::Dropout) {  // the mask is the same on every device holding a summand
     r.results[1] = {};

@@ -44,8 +44,34 @@ class RegistryTest : public ::testing::Test {
     return r;
   }
 
+  // What result `result` of the op sums or maximizes away, by its registered rule.
+  ReducedDims reduced(OpKind kind, std::vector<TensorType> operands, std::vector<AttrValue> attrs, size_t result = 0) {
+    Function& f = module_.add_function("f" + std::to_string(module_.functions.size()));
+    Builder b(module_, f);
+    DeviceSetId all = module_.intern_devices(DeviceSet::whole(module_.mesh()));
+    std::vector<ValueId> ids;
+    for (const TensorType& t : operands)
+      ids.push_back(b.add_arg("a" + std::to_string(ids.size()), ArgKind::Input, t, all));
+    OpSpec spec;
+    spec.kind = kind;
+    spec.devices = all;
+    spec.operands = ids;
+    spec.attrs = attrs;
+    const Op& op = f.ops[b.append(spec)];
+    ReducedDims r;
+    AttrReader reader(module_, f, op);
+    op_info(kind).reduced({operands, reader}, result, r);
+    return r;
+  }
+
   Module module_;
 };
+
+std::vector<std::pair<int, int>> dims_of(const std::vector<ReducedDims::Dim>& dims) {
+  std::vector<std::pair<int, int>> out;
+  for (const ReducedDims::Dim& d : dims) out.emplace_back(d.operand, d.dim);
+  return out;
+}
 
 const TensorType F32(std::initializer_list<int64_t> shape) { return TensorType(DType::F32, shape); }
 
@@ -213,6 +239,35 @@ TEST_F(RegistryTest, CollectivesUseTheGroupSize) {
 TEST_F(RegistryTest, UnknownAttributeIsABuildError) {
   EXPECT_NE(run(OpKind::Relu, {F32({4})}, {AttrValue::integer("dim", 1)}).error.find("no attribute 'dim'"),
             std::string::npos);
+}
+
+// How partial operands pass through an op is part of its one definition:
+// the reference executor's partial tracking reads these.
+TEST_F(RegistryTest, OpsDeclareTheirLinearityAndTheDimsTheySumAway) {
+  EXPECT_EQ(op_info(OpKind::Add).linearity, Linearity::Sum);
+  EXPECT_EQ(op_info(OpKind::Einsum).linearity, Linearity::Product);
+  EXPECT_EQ(op_info(OpKind::Softmax).linearity, Linearity::None);
+  EXPECT_EQ(op_info(OpKind::GeluGrad).linearity, Linearity::First);
+  EXPECT_EQ(op_info(OpKind::BatchNormInputGrad).linearity, Linearity::Gradients);
+  EXPECT_EQ(op_info(OpKind::Softmax).reduced, nullptr);
+
+  using Dims = std::vector<std::pair<int, int>>;
+  ReducedDims einsum =
+      reduced(OpKind::Einsum, {F32({2, 3, 4}), F32({4, 5})}, {AttrValue::string("spec", "bsh,hf->bsf")});
+  EXPECT_EQ(dims_of(einsum.summed), (Dims{{0, 2}, {1, 0}}));
+  ReducedDims matmul = reduced(OpKind::Matmul, {F32({4, 3}), F32({4, 5})}, {AttrValue::boolean("transpose_a", true)});
+  EXPECT_EQ(dims_of(matmul.summed), (Dims{{0, 0}, {1, 0}}));
+  const int64_t last[] = {-1};
+  ReducedDims max = reduced(OpKind::ReduceMax, {F32({2, 3})}, {AttrValue::ints("dims", last)});
+  EXPECT_TRUE(max.summed.empty());
+  EXPECT_EQ(dims_of(max.maxed), (Dims{{0, 1}}));
+  // dk and dv sum over q's rows; dq does not.
+  std::vector<TensorType> attention(4, F32({1, 2, 8, 4}));
+  EXPECT_TRUE(reduced(OpKind::AttentionGrad, attention, {}, 0).summed.empty());
+  EXPECT_EQ(dims_of(reduced(OpKind::AttentionGrad, attention, {}, 1).summed), (Dims{{1, 2}}));
+  ReducedDims shard = reduced(OpKind::Embedding, {F32({16, 4}), TensorType(DType::I64, {2, 3})},
+                              {AttrValue::integer("offset_axis", 0)});
+  EXPECT_EQ(shard.partial_mesh_axes, 1u);
 }
 
 }  // namespace
