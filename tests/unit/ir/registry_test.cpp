@@ -17,6 +17,8 @@ class RegistryTest : public ::testing::Test {
     std::vector<TensorType> types;
     OpCost cost;
     std::string error;
+    const Function* function = nullptr;  // holding the op, when it was built
+    OpId op = 0;
   };
 
   Result run(OpKind kind, std::vector<TensorType> operands, std::vector<AttrValue> attrs = {}, uint16_t axes = 0) {
@@ -38,6 +40,8 @@ class RegistryTest : public ::testing::Test {
       for (uint16_t i = 0; i < f.ops[op].result_count; ++i)
         r.types.push_back(module_.value_type(f, f.ops[op].first_result + i));
       r.cost = op_cost(module_, f, f.ops[op]);
+      r.function = &f;
+      r.op = op;
     } catch (const IrBuildError& e) {
       r.error = e.what();
     }
@@ -46,20 +50,11 @@ class RegistryTest : public ::testing::Test {
 
   // What result `result` of the op sums or maximizes away, by its registered rule.
   ReducedDims reduced(OpKind kind, std::vector<TensorType> operands, std::vector<AttrValue> attrs, size_t result = 0) {
-    Function& f = module_.add_function("f" + std::to_string(module_.functions.size()));
-    Builder b(module_, f);
-    DeviceSetId all = module_.intern_devices(DeviceSet::whole(module_.mesh()));
-    std::vector<ValueId> ids;
-    for (const TensorType& t : operands)
-      ids.push_back(b.add_arg("a" + std::to_string(ids.size()), ArgKind::Input, t, all));
-    OpSpec spec;
-    spec.kind = kind;
-    spec.devices = all;
-    spec.operands = ids;
-    spec.attrs = attrs;
-    const Op& op = f.ops[b.append(spec)];
+    Result built = run(kind, operands, attrs);
+    EXPECT_EQ(built.error, "");
     ReducedDims r;
-    AttrReader reader(module_, f, op);
+    if (!built.function) return r;
+    AttrReader reader(module_, *built.function, built.function->ops[built.op]);
     op_info(kind).reduced({operands, reader}, result, r);
     return r;
   }
