@@ -41,11 +41,12 @@ struct ScheduleTable {
   int32_t num_micro_batches = 0;
   std::vector<std::vector<Action>> ranks;  // ranks[r] = rank r's actions in order
 
-  // The rank each stage runs on, where stages are not placed round-robin
-  // ("looping": stage s on rank s % num_ranks, the 1F1B and interleaved
-  // placement): V-shaped for ZB-V and DualPipeV (rank r holds stages r and
-  // 2·num_ranks − 1 − r, so the first and last stage share rank 0), and a
-  // CSV table's stages wherever its rows run them.
+  // The rank each stage runs on; empty for the built-in round-robin
+  // schedules ("looping": stage s on rank s % num_ranks, the 1F1B and
+  // interleaved placement). V-shaped for ZB-V and DualPipeV (rank r holds
+  // stages r and 2·num_ranks − 1 − r, so the first and last stage share
+  // rank 0). A CSV table always fills it, with each stage wherever its rows
+  // run it, round-robin or not (round_robin() tells).
   std::vector<int32_t> stage_ranks;
   // The schedule names the forward-backward pairs `overlap_all_to_all`
   // interleaves (Action::pairs_with_next); otherwise every forward a
