@@ -687,7 +687,6 @@ class ModelElaborator {
       return;
     }
     std::vector<ops::AttrValue> attrs;
-    std::vector<OpAttr> op_attrs;
     for (const ops::AttrSpec& spec : def.attrs) attrs.push_back({spec.name, 0, 0, false, {}, false});
     for (const Arg* a : attr_args) {
       auto spec =
@@ -706,16 +705,14 @@ class ModelElaborator {
         return;
       }
       av.given = true;
-      Value value;
       if (spec->type == ops::AttrType::Dim) {
         if (a->value->kind != ExprKind::Name) {
           diags_.error(diag::kTypeMismatch, a->value->range, fmt::format("'{}' must name a dim", a->name));
           return;
         }
         av.dim = a->value->text;
-        value = Value::of_symbol(av.dim);
       } else {
-        value = eval_.eval(*a->value, f.scope);
+        Value value = eval_.eval(*a->value, f.scope);
         if (!value.ok()) return;
         bool ok =
             (spec->type == ops::AttrType::Int && value.type == ValueType::Int) ||
@@ -734,7 +731,6 @@ class ModelElaborator {
         av.f = value.f;
         av.b = value.b;
       }
-      op_attrs.push_back({a->name, value});
     }
     for (const ops::AttrValue& av : attrs) {
       auto spec =
@@ -776,7 +772,8 @@ class ModelElaborator {
     std::vector<std::vector<Dim>> in_dims;
     for (const LocalTensor& t : inputs) in_dims.push_back(t.dims);
     ops::OpError error;
-    std::optional<std::vector<Dim>> out = ops::infer_output(def, in_dims, attrs, declared, error);
+    ops::OpAttrs op_attrs(def, std::move(attrs));
+    std::optional<std::vector<Dim>> out = ops::infer_output(def, in_dims, op_attrs, declared, error);
     if (!out) {
       SourceRange at = error.input >= 0 ? positional_arg(v, static_cast<size_t>(error.input))->range
                                         : (s.has_dims ? s.dims.empty() ? s.name_range : s.dims.front().range : v.range);

@@ -53,17 +53,12 @@ struct OpInput {
   std::vector<std::string> dims;
 };
 
-struct OpAttr {
-  std::string name;
-  Value value;  // a dim-valued attribute (softmax's dim) is a Symbol
-};
-
 struct Op {
   OpKind kind = OpKind::Matmul;
   std::vector<OpInput> inputs;
   TensorId output = kNone;  // its dims are the op's output dims
-  std::vector<OpAttr> attrs;
-  NodeId node = kNone;  // the leaf it belongs to
+  ops::OpAttrs attrs;       // as its definition declares them; a dim attribute by the dim's name
+  NodeId node = kNone;      // the leaf it belongs to
   SourceRange range;
 };
 

@@ -11,12 +11,6 @@ namespace {
 
 using ops::OpKind;
 
-const frontend::Value* attr(const frontend::Op& op, std::string_view name) {
-  for (const frontend::OpAttr& a : op.attrs)
-    if (a.name == name) return &a.value;
-  return nullptr;
-}
-
 int axis_named(const std::vector<std::string>& dims, const std::string& name) {
   auto it = std::find(dims.begin(), dims.end(), name);
   return it == dims.end() ? -1 : static_cast<int>(it - dims.begin());
@@ -116,7 +110,7 @@ class LogicalGraphBuilder {
   // experts'; were that the batch, micro-batching would cut what it counts.
   void check_sequence_balance() {
     for (const LogicalOp& op : graph_.ops) {
-      if (op.type != OpKind::TopK || op.seq_aux_loss <= 0) continue;
+      if (op.type != OpKind::TopK || op.attrs.real("seq_aux_loss") <= 0) continue;
       const Tensor& scores = graph_.tensors[op.inputs[0].tensor];
       if (scores.batch_axis != op.axis - 1) continue;
       diags_
@@ -141,18 +135,21 @@ class LogicalGraphBuilder {
         producer = graph_.tensors[graph_.ops[producer].inputs[0].tensor].producer;
       if (producer < 0 || graph_.ops[producer].type != OpKind::TopK) continue;
       const LogicalOp& top = graph_.ops[producer];
-      op.groups = top.groups;
-      op.group_k = top.group_k;
-      if (top.top_k == op.routes) continue;
+      op.gates_top_k = producer;
+      if (top.attrs.integer("k") == op.attrs.integer("k")) continue;
       diags_
           .error(diag::kRoutesMismatch, op.where,
                  fmt::format("dispatch is priced for k = {} experts per token, but its gates keep the top {}",
-                             op.routes, top.top_k))
+                             op.attrs.integer("k"), top.attrs.integer("k")))
           .note(top.where, "the gates' top_k is here");
       ok_ = false;
     }
   }
 
+  // An op of the model as the graph holds it: its attributes as written,
+  // the axis its `dim` names, and a canonical kind (matmul is an einsum,
+  // global_avgpool a mean, identity an alias). What the lowering cannot
+  // handle yet is refused here, before any strategy is applied.
   void translate(const frontend::Op& op) {
     LogicalOp out;
     out.node = op.node;
@@ -160,23 +157,10 @@ class LogicalGraphBuilder {
     for (const frontend::OpInput& in : op.inputs) out.inputs.push_back({tensor(in.tensor), in.dims});
     out.output = tensor(op.output);
     for (const Dim& d : graph_.tensors[out.output].dims) out.output_dims.push_back(d.name);
-    auto dim_attr = [&](std::string_view name) -> int {
-      const frontend::Value* v = attr(op, name);
-      return v ? axis_named(out.inputs[0].dims, v->s) : -1;
-    };
-    auto int_attr = [&](std::string_view name, int64_t fallback) {
-      const frontend::Value* v = attr(op, name);
-      return v && v->type == frontend::ValueType::Int ? v->i : fallback;
-    };
-    auto float_attr = [&](std::string_view name, double fallback) {
-      const frontend::Value* v = attr(op, name);
-      if (!v) return fallback;
-      return v->type == frontend::ValueType::Float ? v->f : static_cast<double>(v->i);
-    };
-    const int rank = static_cast<int>(out.inputs.empty() ? 0 : out.inputs[0].dims.size());
-    // The graph keeps the op's kind; matmul becomes einsum, global_avgpool a
-    // mean, identity an alias.
     out.type = op.kind;
+    out.attrs = op.attrs;
+    if (op.attrs.declares("dim")) out.axis = axis_named(out.inputs[0].dims, op.attrs.dim("dim"));
+    const int rank = static_cast<int>(out.inputs.empty() ? 0 : out.inputs[0].dims.size());
     switch (op.kind) {
       case OpKind::Identity:
         // An alias: consumers read the input.
@@ -218,18 +202,8 @@ class LogicalGraphBuilder {
         }
         break;
       }
-      case OpKind::Scale: {
-        const frontend::Value* by = attr(op, "by");
-        out.factor = by ? (by->type == frontend::ValueType::Float ? by->f : static_cast<double>(by->i)) : 1.0;
-        break;
-      }
-      case OpKind::LogSoftmax:
-        out.axis = dim_attr("dim");
-        if (out.axis < 0) out.axis = rank - 1;
-        break;
       case OpKind::RmsNorm:
-        out.eps = float_attr("eps", 1e-5);
-        if (int d = dim_attr("dim"); d >= 0 && d != rank - 1) {
+        if (out.axis != rank - 1) {
           unsupported(op, "rmsnorm must normalize the last dim");
           return;
         }
@@ -239,9 +213,7 @@ class LogicalGraphBuilder {
         }
         break;
       case OpKind::BatchNorm: {
-        out.eps = float_attr("eps", 1e-5);
-        int d = dim_attr("dim");
-        if (rank < 2 || d != 1) {
+        if (rank < 2 || out.axis != 1) {
           unsupported(op, "batchnorm takes its input as [batch, channels, ...] with dim = the channels");
           return;
         }
@@ -259,14 +231,12 @@ class LogicalGraphBuilder {
       }
       case OpKind::Sum:
       case OpKind::Mean:
-      case OpKind::Max: out.axes = {dim_attr("dim")}; break;
+      case OpKind::Max: out.axes = {out.axis}; break;
       case OpKind::GlobalAvgPool:
         out.type = OpKind::Mean;
         out.axes = {rank - 2, rank - 1};
         break;
       case OpKind::Conv2d:
-        out.stride = int_attr("stride", 1);
-        out.padding = int_attr("padding", 0);
         if (rank != 4) {
           unsupported(op, "conv2d takes its input as [batch, channels, height, width]");
           return;
@@ -274,37 +244,20 @@ class LogicalGraphBuilder {
         break;
       case OpKind::MaxPool2d:
       case OpKind::AvgPool2d:
-        out.kernel = int_attr("kernel", 1);
-        out.stride = int_attr("stride", out.kernel);
-        out.padding = int_attr("padding", 0);
         if (rank != 4) {
           unsupported(op, "pooling takes its input as [batch, channels, height, width]");
           return;
         }
         break;
-      case OpKind::Concat: out.axis = dim_attr("dim"); break;
-      case OpKind::Dropout: {
-        const frontend::Value* p = attr(op, "p");
-        out.p = p ? (p->type == frontend::ValueType::Float ? p->f : static_cast<double>(p->i)) : 0.0;
-        break;
-      }
-      case OpKind::Softmax:
-        out.axis = dim_attr("dim");
-        if (out.axis < 0) out.axis = rank - 1;
-        out.z_loss = float_attr("z_loss", 0);
-        break;
       case OpKind::Rope:
-        out.axis = dim_attr("dim");
-        out.base = float_attr("base", 10000);
         // Micro-batches cut the batch: positions along it would restart.
-        if (out.axis >= 0 && out.inputs[0].dims[out.axis] == model_.batch_dim) {
+        if (out.inputs[0].dims[out.axis] == model_.batch_dim) {
           unsupported(op, fmt::format("positions along the batch dim {}", model_.batch_dim));
           return;
         }
         break;
       case OpKind::LayerNorm:
-        out.eps = float_attr("eps", 1e-5);
-        if (int d = dim_attr("dim"); d >= 0 && d != rank - 1) {
+        if (out.axis != rank - 1) {
           unsupported(op, "layernorm must normalize the last dim");
           return;
         }
@@ -314,39 +267,18 @@ class LogicalGraphBuilder {
         }
         break;
       case OpKind::CrossEntropy:
-        if (int d = dim_attr("dim"); d >= 0 && d != rank - 1) {
+        if (out.axis != rank - 1) {
           unsupported(op, "the class dim must be the last dim of the logits");
           return;
         }
         break;
-      case OpKind::Attention: {
-        const frontend::Value* causal = attr(op, "causal");
-        out.causal = causal && causal->b;
+      case OpKind::Attention:
         if (rank != 4) {
           unsupported(op, "attention takes q, k and v as [batch, heads, seq, head_dim]");
           return;
         }
         break;
-      }
-      case OpKind::Select: {
-        out.axis = dim_attr("dim");
-        const frontend::Value* index = attr(op, "index");
-        out.index = index ? index->i : 0;
-        break;
-      }
-      case OpKind::TopK:
-        out.axis = dim_attr("dim");
-        out.top_k = int_attr("k", 1);
-        out.groups = int_attr("groups", 0);
-        out.group_k = int_attr("group_k", 0);
-        out.aux_loss = float_attr("aux_loss", 0);
-        out.seq_aux_loss = float_attr("seq_aux_loss", 0);
-        break;
       case OpKind::Dispatch:
-        out.routes = int_attr("k", 1);
-        out.skew = float_attr("skew", 0);
-        if (const frontend::Value* padded = attr(op, "padded")) out.padded = padded->b;
-        [[fallthrough]];
       case OpKind::Combine: {
         // Tokens take slots in order along the routed dim, per micro-batch
         // if it were the batch dim: micro-batching would change the routing.
@@ -359,17 +291,13 @@ class LogicalGraphBuilder {
         }
         break;
       }
-      case OpKind::Slice: {  // its end is the start plus the output's size
-        out.axis = dim_attr("dim");
+      case OpKind::Slice:  // its end is the start plus the output's size
         // The batch dim is sized by the global batch and cut by micro-batches.
-        if (out.axis >= 0 && out.inputs[0].dims[out.axis] == model_.batch_dim) {
+        if (out.inputs[0].dims[out.axis] == model_.batch_dim) {
           unsupported(op, fmt::format("a range of the batch dim {}", model_.batch_dim));
           return;
         }
-        const frontend::Value* start = attr(op, "start");
-        out.index = start ? start->i : 0;
         break;
-      }
       default: break;
     }
     graph_.add_op(std::move(out));

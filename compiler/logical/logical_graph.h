@@ -53,28 +53,12 @@ struct LogicalOp {
   int32_t output = -1;
   std::vector<std::string> output_dims;
   int32_t node = -1;  // the layer (leaf) it belongs to
-  // Attributes, as the op type uses them.
-  int32_t axis = -1;  // Softmax, LogSoftmax: normalized axis; Select: selected; Concat: joined; Rope: positions; TopK:
-                      // selected along
+  // Its attributes as the model wrote them, read by the names op_kinds.def
+  // declares (an unwritten one reads as its default).
+  ops::OpAttrs attrs;
+  int32_t axis = -1;          // the axis of the first input its `dim` attribute names (-1: it has none)
   std::vector<int32_t> axes;  // Sum, Mean, Max: reduced axes of the input, increasing
-  int64_t index = 0;          // Select; Slice: the first index kept
-  int64_t top_k = 1;          // TopK: entries kept along `axis`
-  int64_t groups = 0;         // TopK, and Dispatch from its gates' top_k: groups of the experts (0: none)
-  int64_t group_k = 0;        // the groups a token's experts come from
-  double aux_loss = 0;        // TopK: the load-balancing loss's coefficient over each micro-batch (0: none)
-  double seq_aux_loss = 0;    // TopK: the same over each sequence (DeepSeek-V3's)
-  double z_loss = 0;          // Softmax: a router z-loss's coefficient (0: none)
-  double p = 0;               // Dropout probability
-  double eps = 1e-5;          // LayerNorm, RmsNorm, BatchNorm
-  double factor = 1;          // Scale
-  double base = 10000;        // Rope: the frequency base (Llama 3: 500000)
-  int64_t kernel = 1;         // MaxPool2d, AvgPool2d
-  int64_t stride = 1;         // Conv2d, MaxPool2d, AvgPool2d
-  int64_t padding = 0;        // Conv2d, MaxPool2d, AvgPool2d
-  bool causal = false;        // Attention
-  int64_t routes = 1;         // Dispatch: experts per token
-  double skew = 0;            // Dispatch: Zipf exponent of the experts' shares
-  bool padded = false;        // Dispatch: every slot computed
+  int32_t gates_top_k = -1;   // Dispatch: the top_k its gates come from, whose groups it routes by (-1: none)
   SourceRange where;
 };
 

@@ -15,9 +15,9 @@ ir::ValueId Lowering::forward_attention(const ForwardStep& f) {
     case ops::OpKind::Attention: {
       if (!spec.train.kv_cache)
         return append(f.at, OpKind::Attention, {f.in[0], f.in[1], f.in[2]},
-                      {AttrValue::boolean("causal", f.lop.causal)}, f.out);
+                      {AttrValue::boolean("causal", f.lop.attrs.boolean("causal"))}, f.out);
       const ir::ValueId keys = kv_cache_arg(f, 1), values = kv_cache_arg(f, 2);
-      const std::vector<AttrValue> attrs{AttrValue::boolean("causal", f.lop.causal),
+      const std::vector<AttrValue> attrs{AttrValue::boolean("causal", f.lop.attrs.boolean("causal")),
                                          AttrValue::integer("context", spec.train.context)};
       // Where memory(cache) split the cache: over ranks that split the
       // queries' sequence (a context-parallel prefill) each stores its
@@ -112,7 +112,7 @@ void Lowering::backward_attention(BackwardStep& s) {
     case ops::OpKind::Attention:
       if (s.wanted(0) || s.wanted(1) || s.wanted(2)) {
         std::vector<ir::ValueId> operands{s.g, s.in(0), s.in(1), s.in(2)};
-        std::vector<AttrValue> attrs{AttrValue::boolean("causal", s.lop.causal)};
+        std::vector<AttrValue> attrs{AttrValue::boolean("causal", s.lop.attrs.boolean("causal"))};
         std::vector<ir::Layout> layouts{s.grad_layout_of(0), s.grad_layout_of(1), s.grad_layout_of(2)};
         std::vector<ir::ValueId> r = append_multi(s.emit_at(0), OpKind::AttentionGrad, operands, attrs, layouts);
         if (s.wanted(0)) s.give(0, r[0]);

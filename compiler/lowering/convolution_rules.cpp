@@ -10,13 +10,15 @@ ir::ValueId Lowering::forward_convolution(const ForwardStep& f) {
   switch (f.lop.type) {
     case ops::OpKind::Conv2d:
       return append(f.at, OpKind::Conv2d, {f.in[0], f.in[1]},
-                    {AttrValue::ints("stride", pair(f.lop.stride)), AttrValue::ints("padding", pair(f.lop.padding))},
+                    {AttrValue::ints("stride", pair(f.lop.attrs.integer("stride"))),
+                     AttrValue::ints("padding", pair(f.lop.attrs.integer("padding")))},
                     f.out);
     case ops::OpKind::MaxPool2d:
     case ops::OpKind::AvgPool2d:
       return append(f.at, f.lop.type == ops::OpKind::MaxPool2d ? OpKind::MaxPool2d : OpKind::AvgPool2d, {f.in[0]},
-                    {AttrValue::ints("kernel", pair(f.lop.kernel)), AttrValue::ints("stride", pair(f.lop.stride)),
-                     AttrValue::ints("padding", pair(f.lop.padding))},
+                    {AttrValue::ints("kernel", pair(f.lop.attrs.integer("kernel"))),
+                     AttrValue::ints("stride", pair(f.lop.attrs.integer("stride"))),
+                     AttrValue::ints("padding", pair(f.lop.attrs.integer("padding")))},
                     f.out);
     default: no_forward_lowering(f.lop);
   }
@@ -28,7 +30,8 @@ void Lowering::backward_convolution(BackwardStep& s) {
   switch (s.lop.type) {
     case ops::OpKind::Conv2d: {
       std::vector<ir::ValueId> operands;
-      const std::vector<int64_t> stride = pair(s.lop.stride), padding = pair(s.lop.padding);
+      const std::vector<int64_t> stride = pair(s.lop.attrs.integer("stride")),
+                                 padding = pair(s.lop.attrs.integer("padding"));
       std::vector<AttrValue> attrs{AttrValue::ints("stride", stride), AttrValue::ints("padding", padding)};
       if (s.wanted(0)) {
         operands = {s.g, s.in(0), s.in(1)};
@@ -48,8 +51,9 @@ void Lowering::backward_convolution(BackwardStep& s) {
         s.give(0, append(s.emit_at(0),
                          s.lop.type == ops::OpKind::MaxPool2d ? OpKind::MaxPool2dGrad : OpKind::AvgPool2dGrad,
                          {s.g, s.in(0)},
-                         {AttrValue::ints("kernel", pair(s.lop.kernel)), AttrValue::ints("stride", pair(s.lop.stride)),
-                          AttrValue::ints("padding", pair(s.lop.padding))},
+                         {AttrValue::ints("kernel", pair(s.lop.attrs.integer("kernel"))),
+                          AttrValue::ints("stride", pair(s.lop.attrs.integer("stride"))),
+                          AttrValue::ints("padding", pair(s.lop.attrs.integer("padding")))},
                          s.grad_layout_of(0)));
       }
       break;

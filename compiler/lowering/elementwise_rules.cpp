@@ -36,19 +36,19 @@ ir::ValueId Lowering::forward_elementwise(const ForwardStep& f) {
     case ops::OpKind::Exp: return append(f.at, OpKind::Exp, {f.in[0]}, {}, f.out);
     case ops::OpKind::Sqrt: return append(f.at, OpKind::Sqrt, {f.in[0]}, {}, f.out);
     case ops::OpKind::Scale:
-      return append(f.at, OpKind::Scale, {f.in[0]}, {AttrValue::real("factor", f.lop.factor)}, f.out);
+      return append(f.at, OpKind::Scale, {f.in[0]}, {AttrValue::real("factor", f.lop.attrs.real("by"))}, f.out);
     case ops::OpKind::Rope:
       // After a KV cache's positions, this step's tokens are the next ones.
       if (spec.train.context > 0)
         return append(f.at, OpKind::Rope, {f.in[0]},
-                      {AttrValue::integer("dim", f.lop.axis), AttrValue::real("base", f.lop.base),
+                      {AttrValue::integer("dim", f.lop.axis), AttrValue::real("base", f.lop.attrs.real("base")),
                        AttrValue::integer("offset", spec.train.context)},
                       f.out);
       return append(f.at, OpKind::Rope, {f.in[0]},
-                    {AttrValue::integer("dim", f.lop.axis), AttrValue::real("base", f.lop.base)}, f.out);
+                    {AttrValue::integer("dim", f.lop.axis), AttrValue::real("base", f.lop.attrs.real("base"))}, f.out);
     case ops::OpKind::Dropout: {
       std::vector<ir::ValueId> operands{f.in[0]};
-      std::vector<AttrValue> attrs{AttrValue::real("p", f.lop.p), AttrValue::integer("seed", f.op)};
+      std::vector<AttrValue> attrs{AttrValue::real("p", f.lop.attrs.real("p")), AttrValue::integer("seed", f.op)};
       ir::Layout mask = f.out;
       std::vector<ir::Layout> layouts{f.out, mask};
       std::vector<ir::ValueId> r = append_multi(f.at, OpKind::Dropout, operands, attrs, layouts);
@@ -130,20 +130,20 @@ void Lowering::backward_elementwise(BackwardStep& s) {
       break;
     case ops::OpKind::Scale:
       if (s.wanted(0))
-        s.give(0, append(s.emit_at(0), OpKind::Scale, {s.g}, {AttrValue::real("factor", s.lop.factor)},
+        s.give(0, append(s.emit_at(0), OpKind::Scale, {s.g}, {AttrValue::real("factor", s.lop.attrs.real("by"))},
                          s.grad_layout_of(0)));
       break;
     case ops::OpKind::Rope:  // a rotation: its gradient rotates back
       if (s.wanted(0))
         s.give(0, append(s.emit_at(0), OpKind::Rope, {s.g},
-                         {AttrValue::integer("dim", s.lop.axis), AttrValue::real("base", s.lop.base),
+                         {AttrValue::integer("dim", s.lop.axis), AttrValue::real("base", s.lop.attrs.real("base")),
                           AttrValue::boolean("inverse", true)},
                          s.grad_layout_of(0)));
       break;
     case ops::OpKind::Dropout:
       if (s.wanted(0)) {
         ir::ValueId mask = saved_extras(s.op, s.at.micro_batch).front();
-        s.give(0, append(s.emit_at(0), OpKind::DropoutGrad, {s.g, mask}, {AttrValue::real("p", s.lop.p)},
+        s.give(0, append(s.emit_at(0), OpKind::DropoutGrad, {s.g, mask}, {AttrValue::real("p", s.lop.attrs.real("p"))},
                          s.grad_layout_of(0)));
       }
       break;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "compiler/lowering/all_to_all_overlap.h"
+#include "compiler/lowering/lowering_helpers.h"
 #include "compiler/lowering/lowering_state.h"
 #include "compiler/ops/routing_load.h"
 #include "compiler/sbp/signature.h"
@@ -272,7 +273,7 @@ ir::Fill Lowering::slots_fill(int32_t tensor, const ir::Layout& layout) {
   const Tensor& t = graph.tensors[tensor];
   if (t.slots_axis < 0) return {};
   const LogicalOp& dispatch = graph.ops[t.router];
-  if (dispatch.padded) return {};
+  if (dispatch.attrs.boolean("padded")) return {};
   int64_t parts = 1;
   for (size_t a = 0; a < layout.size(); ++a)
     if (t.experts_axis >= 0 && layout[a].kind == ir::Sbp::Split && layout[a].dim == t.experts_axis)
@@ -284,8 +285,8 @@ ir::Fill Lowering::slots_fill(int32_t tensor, const ir::Layout& layout) {
   ops::RoutingLoad load;
   load.experts = gates.dims.back().size;
   load.capacity = t.dims[t.slots_axis].size;
-  load.routes = gates.dims[gates.dims.size() - 2].size * dispatch.routes;
-  load.skew = dispatch.skew;
+  load.routes = gates.dims[gates.dims.size() - 2].size * dispatch.attrs.integer("k");
+  load.skew = dispatch.attrs.real("skew");
   if (!resolved.expert_load.empty()) load.measured = resolved.expert_load[static_cast<size_t>(t.router)];
   return cached->second = {static_cast<float>(ops::fullest_slot_fill(load, parts)),
                            static_cast<float>(ops::fullest_slot_fill(load, 1))};
@@ -406,12 +407,9 @@ std::vector<ir::ValueId> Lowering::emit_boxing_step(const Emit& at, const AxisTr
         const Tensor& t = graph.tensors[at.tensor];
         if (t.slots_axis >= 0 && t.experts_axis >= 0 && t.router >= 0) {
           const LogicalOp& dispatch = graph.ops[t.router];
-          attrs.push_back(ir::AttrValue::integer("copies", dispatch.routes));
+          attrs.push_back(ir::AttrValue::integer("copies", dispatch.attrs.integer("k")));
           attrs.push_back(ir::AttrValue::integer("experts", t.dims[t.experts_axis].size));
-          if (dispatch.groups > 0) {
-            attrs.push_back(ir::AttrValue::integer("groups", dispatch.groups));
-            attrs.push_back(ir::AttrValue::integer("group_k", dispatch.group_k));
-          }
+          if (dispatch.gates_top_k >= 0) append_expert_groups(graph.ops[dispatch.gates_top_k], attrs);
         }
       }
       break;

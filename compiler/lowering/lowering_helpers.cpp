@@ -18,6 +18,12 @@ double mean_count(const LogicalGraph& graph, const LogicalOp& op) {
   return n;
 }
 
+void append_expert_groups(const LogicalOp& top_k, std::vector<ir::AttrValue>& attrs) {
+  if (top_k.attrs.integer("groups") <= 0) return;
+  attrs.push_back(ir::AttrValue::integer("groups", top_k.attrs.integer("groups")));
+  attrs.push_back(ir::AttrValue::integer("group_k", top_k.attrs.integer("group_k")));
+}
+
 std::vector<int64_t> to_ints(const std::vector<int32_t>& v) { return {v.begin(), v.end()}; }
 
 ir::Layout product_layout(const ir::Layout& a, const ir::Layout& b) {

@@ -16,6 +16,9 @@ double loss_normalizer(const LogicalGraph& graph, const LogicalOp& op);
 // over the batch divides by the global batch, as the losses do).
 double mean_count(const LogicalGraph& graph, const LogicalOp& op);
 std::vector<int64_t> to_ints(const std::vector<int32_t>& v);
+// A top_k's node-limited routing (its groups and group_k) onto an IR op's
+// attributes; nothing where its routing is not node-limited.
+void append_expert_groups(const LogicalOp& top_k, std::vector<ir::AttrValue>& attrs);
 // Positions of the output's dims that a binary op's operand i lacks (those
 // it broadcasts over).
 std::vector<int32_t> dims_input_lacks(const LogicalOp& lop, size_t i);

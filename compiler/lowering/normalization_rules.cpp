@@ -15,7 +15,7 @@ ir::ValueId Lowering::forward_normalization(const ForwardStep& f) {
     case ops::OpKind::LogSoftmax:
       return append(f.at, OpKind::LogSoftmax, {f.in[0]}, {AttrValue::integer("dim", f.lop.axis)}, f.out);
     case ops::OpKind::RmsNorm: {
-      std::vector<AttrValue> attrs{AttrValue::real("eps", f.lop.eps)};
+      std::vector<AttrValue> attrs{AttrValue::real("eps", f.lop.attrs.real("eps"))};
       return append_multi(f.at, OpKind::RmsNorm, f.in, attrs, std::span<const ir::Layout>(&f.out, 1)).front();
     }
     case ops::OpKind::BatchNorm: {
@@ -37,15 +37,16 @@ ir::ValueId Lowering::forward_normalization(const ForwardStep& f) {
       ir::ValueId sum = box(comm, stats[0], local, synced);
       ir::ValueId sumsq = box(comm, stats[1], local, synced);
       save_extras(f.op, f.at.micro_batch, {sum, sumsq});
-      return append(
-          f.at, OpKind::BatchNormApply, {f.in[0], sum, sumsq, f.in[1], f.in[2]},
-          {AttrValue::integer("count", batchnorm_count(*this, f.op) / groups), AttrValue::real("eps", f.lop.eps)},
-          f.out);
+      return append(f.at, OpKind::BatchNormApply, {f.in[0], sum, sumsq, f.in[1], f.in[2]},
+                    {AttrValue::integer("count", batchnorm_count(*this, f.op) / groups),
+                     AttrValue::real("eps", f.lop.attrs.real("eps"))},
+                    f.out);
     }
     case ops::OpKind::Softmax:
       return append(f.at, OpKind::Softmax, {f.in[0]}, {AttrValue::integer("dim", f.lop.axis)}, f.out);
     case ops::OpKind::LayerNorm:
-      return append(f.at, OpKind::LayerNorm, {f.in[0], f.in[1], f.in[2]}, {AttrValue::real("eps", f.lop.eps)}, f.out);
+      return append(f.at, OpKind::LayerNorm, {f.in[0], f.in[1], f.in[2]},
+                    {AttrValue::real("eps", f.lop.attrs.real("eps"))}, f.out);
     default: no_forward_lowering(f.lop);
   }
 }
@@ -80,7 +81,7 @@ ir::ValueId Lowering::z_loss_grad(BackwardStep& s) {
   ir::ValueId log_probs = append(e, OpKind::LogSoftmax, {s.in(0)}, {AttrValue::integer("dim", s.lop.axis)}, layout);
   ir::ValueId lse = append(e, OpKind::Sub, {s.in(0), log_probs}, {}, layout);
   ir::ValueId grad = append(e, OpKind::Mul, {lse, s.y}, {}, layout);
-  grad = append(e, OpKind::Scale, {grad}, {AttrValue::real("factor", 2.0 * s.lop.z_loss / rows)}, layout);
+  grad = append(e, OpKind::Scale, {grad}, {AttrValue::real("factor", 2.0 * s.lop.attrs.real("z_loss") / rows)}, layout);
   // Where the logits are replicated their gradient is partial: one device
   // adds the term.
   return box(e, grad, layout, s.grad_layout_of(0));
@@ -100,13 +101,13 @@ void Lowering::backward_normalization(BackwardStep& s) {
       if (s.wanted(0)) {
         std::vector<ir::ValueId> operands{s.g, s.in(0)};
         if (s.lop.inputs.size() > 1) operands.push_back(s.in(1));
-        std::vector<AttrValue> attrs{AttrValue::real("eps", s.lop.eps)};
+        std::vector<AttrValue> attrs{AttrValue::real("eps", s.lop.attrs.real("eps"))};
         std::vector<ir::Layout> layouts{s.grad_layout_of(0)};
         s.give(0, append_multi(s.emit_at(0), OpKind::RmsNormGrad, operands, attrs, layouts).front());
       }
       if (s.lop.inputs.size() > 1 && s.wanted(1)) {
-        s.give(1, append(s.emit_at(1), OpKind::RmsNormWeightGrad, {s.g, s.in(0)}, {AttrValue::real("eps", s.lop.eps)},
-                         s.grad_layout_of(1)));
+        s.give(1, append(s.emit_at(1), OpKind::RmsNormWeightGrad, {s.g, s.in(0)},
+                         {AttrValue::real("eps", s.lop.attrs.real("eps"))}, s.grad_layout_of(1)));
       }
       break;
     case ops::OpKind::BatchNorm:
@@ -121,7 +122,7 @@ void Lowering::backward_normalization(BackwardStep& s) {
         ir::Layout local = stats_layout(dual_layout(x_layout), rank, local_stats);
         const int64_t groups = local_stats ? batch_shards(*this, x_layout) : 1;
         std::vector<AttrValue> attrs{AttrValue::integer("count", batchnorm_count(*this, s.op) / groups),
-                                     AttrValue::real("eps", s.lop.eps)};
+                                     AttrValue::real("eps", s.lop.attrs.real("eps"))};
         Emit e = s.emit_at(s.wanted(0) ? 0 : 1);
         std::vector<ir::ValueId> operands{s.g, s.in(0), stats[0], stats[1]};
         std::vector<ir::Layout> layouts{local, local};
@@ -151,17 +152,17 @@ void Lowering::backward_normalization(BackwardStep& s) {
       if (s.wanted(0)) {
         s.give(0, append(s.emit_at(0), OpKind::SoftmaxGrad, {s.g, s.y}, {AttrValue::integer("dim", s.lop.axis)},
                          s.grad_layout_of(0)));
-        if (s.lop.z_loss > 0) s.give(0, z_loss_grad(s));
+        if (s.lop.attrs.real("z_loss") > 0) s.give(0, z_loss_grad(s));
       }
       break;
     case ops::OpKind::LayerNorm:
       if (s.wanted(0)) {
         s.give(0, append(s.emit_at(0), OpKind::LayerNormGrad, {s.g, s.in(0), s.in(1)},
-                         {AttrValue::real("eps", s.lop.eps)}, s.grad_layout_of(0)));
+                         {AttrValue::real("eps", s.lop.attrs.real("eps"))}, s.grad_layout_of(0)));
       }
       if (s.wanted(1) || s.wanted(2)) {
         std::vector<ir::ValueId> operands{s.g, s.in(0)};
-        std::vector<AttrValue> attrs{AttrValue::real("eps", s.lop.eps)};
+        std::vector<AttrValue> attrs{AttrValue::real("eps", s.lop.attrs.real("eps"))};
         std::vector<ir::Layout> layouts{s.grad_layout_of(1), s.grad_layout_of(2)};
         std::vector<ir::ValueId> r = append_multi(s.emit_at(1), OpKind::LayerNormWeightGrad, operands, attrs, layouts);
         if (s.wanted(1)) s.give(1, r[0]);

@@ -22,11 +22,9 @@ namespace {
 
 // top_k's attributes; its groups only where the routing is node-limited.
 std::vector<ir::AttrValue> top_k_attrs(const LogicalOp& lop) {
-  std::vector<ir::AttrValue> attrs{ir::AttrValue::integer("dim", lop.axis), ir::AttrValue::integer("k", lop.top_k)};
-  if (lop.groups > 0) {
-    attrs.push_back(ir::AttrValue::integer("groups", lop.groups));
-    attrs.push_back(ir::AttrValue::integer("group_k", lop.group_k));
-  }
+  std::vector<ir::AttrValue> attrs{ir::AttrValue::integer("dim", lop.axis),
+                                   ir::AttrValue::integer("k", lop.attrs.integer("k"))};
+  append_expert_groups(lop, attrs);
   return attrs;
 }
 
@@ -41,7 +39,8 @@ ir::ValueId Lowering::forward_routing(const ForwardStep& f) {
       std::vector<ir::Layout> layouts{f.out};
       ir::ValueId gates = append_multi(f.at, OpKind::TopK, operands, top_k_attrs(f.lop), layouts)[0];
       // A replayed router keeps its forward's counts.
-      if ((f.lop.aux_loss > 0 || f.lop.seq_aux_loss > 0) && spec.train.training && f.at.phase != ir::Phase::Recompute)
+      if ((f.lop.attrs.real("aux_loss") > 0 || f.lop.attrs.real("seq_aux_loss") > 0) && spec.train.training &&
+          f.at.phase != ir::Phase::Recompute)
         save_routed_counts(f, gates);
       return gates;
     }
@@ -75,7 +74,7 @@ std::vector<int64_t> balance_dims(const LogicalOp& lop, int rank, bool per_seque
 void Lowering::save_routed_counts(const ForwardStep& f, ir::ValueId gates) {
   std::vector<ir::ValueId> counts;
   for (bool per_sequence : {false, true}) {
-    if ((per_sequence ? f.lop.seq_aux_loss : f.lop.aux_loss) <= 0) continue;
+    if ((per_sequence ? f.lop.attrs.real("seq_aux_loss") : f.lop.attrs.real("aux_loss")) <= 0) continue;
     // Each device counts its own tokens; where they split the counted
     // dims, the counts are partial sums, all-reduced.
     const std::vector<int64_t> dims = balance_dims(f.lop, type_of(gates).rank, per_sequence);
@@ -104,8 +103,9 @@ ir::ValueId Lowering::load_balancing_grad(BackwardStep& s, bool per_sequence) {
   const double tokens = per_sequence ? static_cast<double>(micro_batch.dim(s.lop.axis - 1))
                                      : static_cast<double>(micro_batch.numel()) / experts;
   const double groups = static_cast<double>(graph.tensors[scores].numel()) / (tokens * experts);
-  const double coefficient = per_sequence ? s.lop.seq_aux_loss : s.lop.aux_loss;
-  const double factor = coefficient * experts / (static_cast<double>(s.lop.top_k) * tokens * tokens * groups);
+  const double coefficient = per_sequence ? s.lop.attrs.real("seq_aux_loss") : s.lop.attrs.real("aux_loss");
+  const double factor =
+      coefficient * experts / (static_cast<double>(s.lop.attrs.integer("k")) * tokens * tokens * groups);
   const std::vector<ir::ValueId>& saved = saved_extras(s.op, s.at.micro_batch);
   ir::ValueId counts = per_sequence ? saved.back() : saved.front();
   const ir::Layout counts_layout = module_.layout(function_->values[counts].layout);
@@ -133,8 +133,8 @@ void Lowering::backward_routing(BackwardStep& s) {
         std::vector<ir::ValueId> operands{s.g, s.in(0)};
         std::vector<ir::Layout> layouts{s.grad_layout_of(0)};
         s.give(0, append_multi(s.emit_at(0), OpKind::TopKGrad, operands, top_k_attrs(s.lop), layouts)[0]);
-        if (s.lop.aux_loss > 0) s.give(0, load_balancing_grad(s, false));
-        if (s.lop.seq_aux_loss > 0) s.give(0, load_balancing_grad(s, true));
+        if (s.lop.attrs.real("aux_loss") > 0) s.give(0, load_balancing_grad(s, false));
+        if (s.lop.attrs.real("seq_aux_loss") > 0) s.give(0, load_balancing_grad(s, true));
       }
       break;
     case ops::OpKind::Dispatch:

@@ -20,16 +20,17 @@ ir::ValueId Lowering::forward_shape(const ForwardStep& f) {
     case ops::OpKind::Slice: {
       int64_t size = graph.tensors[f.lop.output].dims[f.lop.axis].size;
       return append(f.at, OpKind::Slice, {f.in[0]},
-                    {AttrValue::integer("dim", f.lop.axis), AttrValue::integer("start", f.lop.index),
-                     AttrValue::integer("end", f.lop.index + size)},
+                    {AttrValue::integer("dim", f.lop.axis), AttrValue::integer("start", f.lop.attrs.integer("start")),
+                     AttrValue::integer("end", f.lop.attrs.integer("start") + size)},
                     f.out);
     }
     case ops::OpKind::Select: {
       ir::Layout in_layout = input_layout(f.op, 0);
-      ir::ValueId picked = append(f.at, OpKind::Slice, {f.in[0]},
-                                  {AttrValue::integer("dim", f.lop.axis), AttrValue::integer("start", f.lop.index),
-                                   AttrValue::integer("end", f.lop.index + 1)},
-                                  in_layout);
+      ir::ValueId picked =
+          append(f.at, OpKind::Slice, {f.in[0]},
+                 {AttrValue::integer("dim", f.lop.axis), AttrValue::integer("start", f.lop.attrs.integer("index")),
+                  AttrValue::integer("end", f.lop.attrs.integer("index") + 1)},
+                 in_layout);
       ir::TensorType shape = local_type(f.lop.output, f.out, type_of(f.in[0]).dtype);
       std::vector<int64_t> dims(shape.shape().begin(), shape.shape().end());
       return append(f.at, OpKind::Reshape, {picked}, {AttrValue::ints("shape", dims)}, f.out);
@@ -84,10 +85,11 @@ void Lowering::backward_shape(BackwardStep& s) {
                         {AttrValue::ints("shape", dims), AttrValue::string("dtype", ir::dtype_name(full.dtype))},
                         s.grad_layout_of(0));
         };
+        const int64_t first = s.lop.attrs.integer(s.lop.type == ops::OpKind::Select ? "index" : "start");
         std::vector<ir::ValueId> parts;
-        if (s.lop.index > 0) parts.push_back(zeros(s.lop.index));
+        if (first > 0) parts.push_back(zeros(first));
         parts.push_back(piece);
-        if (s.lop.index + kept < size) parts.push_back(zeros(size - s.lop.index - kept));
+        if (first + kept < size) parts.push_back(zeros(size - first - kept));
         if (parts.size() == 1) {
           s.give(0, piece);
         } else {

@@ -25,9 +25,7 @@ DimsResult conv2d_dims(const DimsQuery& q, OpError& error) {
   if (x[n - 3].size != w[1].size) {
     return fail(error, fmt::format("input channels {} differ from the weight's {}", x[n - 3].size, w[1].size), 1);
   }
-  const AttrValue* s = given_attr(q.attrs, "stride");
-  const AttrValue* p = given_attr(q.attrs, "padding");
-  int64_t stride = s ? s->i : 1, padding = p ? p->i : 0;
+  const int64_t stride = q.attrs.integer("stride"), padding = q.attrs.integer("padding");
   if (stride < 1 || padding < 0) return fail(error, "stride must be at least 1 and padding not negative");
   if (padding > kMaxWindow || w[2].size > kMaxWindow || w[3].size > kMaxWindow)
     return fail(error, "padding and kernel sizes must be at most 2^31");
@@ -45,10 +43,8 @@ DimsResult conv2d_dims(const DimsQuery& q, OpError& error) {
 DimsResult pool2d_dims(const DimsQuery& q, OpError& error) {
   const auto& x = q.inputs[0];
   if (x.size() < 2) return fail(error, "the input must be [..., h, w]", 0);
-  int64_t kernel = given_attr(q.attrs, "kernel")->i;
-  const AttrValue* s = given_attr(q.attrs, "stride");
-  const AttrValue* p = given_attr(q.attrs, "padding");
-  int64_t stride = s ? s->i : kernel, padding = p ? p->i : 0;
+  const int64_t kernel = q.attrs.integer("kernel"), stride = q.attrs.integer("stride"),
+                padding = q.attrs.integer("padding");
   if (kernel < 1 || stride < 1 || padding < 0) return fail(error, "kernel and stride must be at least 1");
   if (padding > kMaxWindow || kernel > kMaxWindow) return fail(error, "padding and kernel must be at most 2^31");
   size_t n = x.size();

@@ -17,13 +17,6 @@ const Dim* find_dim(const std::vector<Dim>& dims, std::string_view name) {
   return nullptr;
 }
 
-const AttrValue* given_attr(const std::vector<AttrValue>& attrs, std::string_view name) {
-  for (const AttrValue& a : attrs) {
-    if (a.name == name && a.given) return &a;
-  }
-  return nullptr;
-}
-
 DimsResult fail(OpError& error, std::string message, int input, bool unknown) {
   error = {std::move(message), input, unknown};
   return std::nullopt;

@@ -9,8 +9,6 @@ namespace dstc::ops {
 // "[b: 8, s: 128]"
 std::string dims_text(const std::vector<Dim>& dims);
 const Dim* find_dim(const std::vector<Dim>& dims, std::string_view name);
-// The given attribute `name`, or nullptr.
-const AttrValue* given_attr(const std::vector<AttrValue>& attrs, std::string_view name);
 // Sets `error` and returns no dims.
 DimsResult fail(OpError& error, std::string message, int input = -1, bool unknown = false);
 // Every name shared by two inputs must have one size. Fills `all` with the

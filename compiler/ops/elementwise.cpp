@@ -48,13 +48,13 @@ DimsResult same_dims(const DimsQuery& q, OpError& error) { return check_declared
 // Positions run along `dim`; the last dim, of even size, is rotated in pairs.
 DimsResult rope_dims(const DimsQuery& q, OpError& error) {
   const std::vector<Dim>& x = q.inputs[0];
-  const std::string& positions = given_attr(q.attrs, "dim")->dim;
+  const std::string& positions = q.attrs.dim("dim");
   if (!require_dim(x, positions, 0, error)) return std::nullopt;
   if (x.back().name == positions)
     return fail(error,
                 fmt::format("the last dim ({}) is the one rotated; positions must run along another", positions));
-  if (const AttrValue* base = given_attr(q.attrs, "base"); base && !(base->f > 0))
-    return fail(error, fmt::format("the frequency base must be positive, not {}", base->f));
+  if (double base = q.attrs.real("base"); !(base > 0))
+    return fail(error, fmt::format("the frequency base must be positive, not {}", base));
   if (x.back().size % 2 != 0)
     return fail(error,
                 fmt::format("the last dim is rotated in pairs, but {} = {} is odd", x.back().name, x.back().size));

@@ -7,7 +7,7 @@ namespace dstc::ops {
 
 DimsResult cross_entropy_dims(const DimsQuery& q, OpError& error) {
   const auto& inputs = q.inputs;
-  const std::string& dim = given_attr(q.attrs, "dim")->dim;
+  const std::string& dim = q.attrs.dim("dim");
   if (!require_dim(inputs[0], dim, 0, error)) return std::nullopt;
   std::vector<Dim> rest;
   for (const Dim& d : inputs[0]) {

@@ -9,15 +9,16 @@
 namespace dstc::ops {
 
 DimsResult along_dim_dims(const DimsQuery& q, OpError& error) {
-  if (!require_dim(q.inputs[0], given_attr(q.attrs, "dim")->dim, 0, error)) return std::nullopt;
-  if (const AttrValue* z = given_attr(q.attrs, "z_loss"); z && !(z->f >= 0 && std::isfinite(z->f)))
-    return fail(error, fmt::format("z_loss is a router z-loss's coefficient, at least 0, not {}", z->f));
+  if (!require_dim(q.inputs[0], q.attrs.dim("dim"), 0, error)) return std::nullopt;
+  if (!q.attrs.declares("z_loss")) return check_declared(q.inputs[0], q.declared, error);  // log_softmax
+  if (double z = q.attrs.real("z_loss"); !(z >= 0 && std::isfinite(z)))
+    return fail(error, fmt::format("z_loss is a router z-loss's coefficient, at least 0, not {}", z));
   return check_declared(q.inputs[0], q.declared, error);
 }
 
 DimsResult normalized_dims(const DimsQuery& q, OpError& error) {
   const auto& inputs = q.inputs;
-  if (!require_dim(inputs[0], given_attr(q.attrs, "dim")->dim, 0, error)) return std::nullopt;
+  if (!require_dim(inputs[0], q.attrs.dim("dim"), 0, error)) return std::nullopt;
   std::vector<Dim> all;
   if (!unify(inputs, all, error)) return std::nullopt;
   for (size_t i = 1; i < inputs.size(); ++i) {

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ir/pointwise_ops.h"
@@ -49,6 +50,11 @@ struct AttrSpec {
   std::string_view name;
   AttrType type = AttrType::Int;
   bool required = false;
+  // The value of an attribute not given (Bool: nonzero is true), or, where
+  // `fallback_attr` names another attribute, that one's (a pool's stride
+  // is its kernel).
+  double fallback = 0;
+  std::string_view fallback_attr = {};
 };
 
 // An attribute value after evaluation (Dim attributes by name).
@@ -75,11 +81,13 @@ struct OpError {
   bool unknown_dim = false;  // reported as unknown-dim rather than dim-mismatch
 };
 
+class OpAttrs;
+
 // What an output-dims rule sees: each input's dims as the op names them,
-// the attributes (one per AttrSpec, in order) and the written output.
+// the attributes and the written output.
 struct DimsQuery {
   const std::vector<std::vector<Dim>>& inputs;
-  const std::vector<AttrValue>& attrs;
+  const OpAttrs& attrs;
   const std::optional<std::vector<DeclaredDim>>& declared;  // always set for Declared ops
 };
 
@@ -101,10 +109,10 @@ struct SplitRule {
     RefuseWindow,   // not the two dims it slides a window over
     RefuseKernelAndWindow,
     VocabParallelClasses,  // cross-entropy: a split class dim is the vocabulary-parallel loss
-    ReshapeGroups,      // only the outermost dim of a group it merges or splits
-    BatchAndHeadsOnly,  // attention: its first two dims
-    ToPartialMax,       // by name; a split reduced dim leaves a partial maximum
-    RoutesTokens,       // dispatch, combine: not the routed dim nor the slots
+    ReshapeGroups,         // only the outermost dim of a group it merges or splits
+    BatchAndHeadsOnly,     // attention: its first two dims
+    ToPartialMax,          // by name; a split reduced dim leaves a partial maximum
+    RoutesTokens,          // dispatch, combine: not the routed dim nor the slots
   };
   Kind kind = ByName;
   std::string_view refusal;
@@ -150,6 +158,41 @@ struct OpDef {
   bool needs_declared_output() const { return output == OutputDims::Declared; }
 };
 
+// An op's attribute values, one per AttrSpec of its definition, in order.
+// Every stage reads them by name, and one not given reads as its spec's
+// fallback: no stage keeps its own list of an op's attributes or defaults.
+// Reading a name the op does not declare is a bug: std::logic_error.
+class OpAttrs {
+ public:
+  OpAttrs() = default;
+  // None written.
+  explicit OpAttrs(const OpDef& def);
+  // `values`: one per spec of `def`, in order (AttrValue::given says which were written).
+  OpAttrs(const OpDef& def, std::vector<AttrValue> values);
+
+  bool declares(std::string_view name) const;
+
+  int64_t integer(std::string_view name) const;
+  double real(std::string_view name) const;
+  bool boolean(std::string_view name) const;
+  // A Dim attribute's dim name; empty when not given.
+  const std::string& dim(std::string_view name) const;
+  bool given(std::string_view name) const;
+
+  // Writes an attribute, as a model would (graphs built by hand).
+  void set_integer(std::string_view name, int64_t value);
+  void set_real(std::string_view name, double value);
+  void set_boolean(std::string_view name, bool value);
+
+ private:
+  // The value of `name`, or of the attribute it falls back to, with its spec.
+  std::pair<const AttrValue*, const AttrSpec*> lookup(std::string_view name) const;
+  size_t slot(std::string_view name) const;
+
+  const OpDef* def_ = nullptr;
+  std::vector<AttrValue> values_;
+};
+
 std::span<const OpDef> all_ops();
 const OpDef& op_def(OpKind kind);
 const OpDef* find_op(std::string_view name);
@@ -157,7 +200,7 @@ std::string_view op_name(OpKind kind);
 
 // The output dims of `def` applied to `inputs`, or the error.
 std::optional<std::vector<Dim>> infer_output(const OpDef& def, const std::vector<std::vector<Dim>>& inputs,
-                                             const std::vector<AttrValue>& attrs,
+                                             const OpAttrs& attrs,
                                              const std::optional<std::vector<DeclaredDim>>& declared, OpError& error);
 
 }  // namespace dstc::ops

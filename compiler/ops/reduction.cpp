@@ -4,7 +4,7 @@
 namespace dstc::ops {
 
 DimsResult reduced_dims(const DimsQuery& q, OpError& error) {
-  const std::string& dim = given_attr(q.attrs, "dim")->dim;
+  const std::string& dim = q.attrs.dim("dim");
   if (!require_dim(q.inputs[0], dim, 0, error)) return std::nullopt;
   std::vector<Dim> out;
   for (const Dim& d : q.inputs[0]) {

@@ -21,21 +21,19 @@ bool same_leading(const std::vector<Dim>& a, size_t keep_a, const std::vector<Di
 }  // namespace
 
 DimsResult top_k_dims(const DimsQuery& q, OpError& error) {
-  const std::string& dim = given_attr(q.attrs, "dim")->dim;
+  const std::string& dim = q.attrs.dim("dim");
   if (!require_dim(q.inputs[0], dim, 0, error)) return std::nullopt;
-  int64_t k = given_attr(q.attrs, "k")->i;
+  int64_t k = q.attrs.integer("k");
   int64_t size = find_dim(q.inputs[0], dim)->size;
   if (k < 1 || k > size) return fail(error, fmt::format("k = {} must be between 1 and {}'s size {}", k, dim, size));
   for (const char* name : {"aux_loss", "seq_aux_loss"})
-    if (const AttrValue* aux = given_attr(q.attrs, name); aux && !(aux->f >= 0 && std::isfinite(aux->f)))
-      return fail(error, fmt::format("{} is a load-balancing loss's coefficient, at least 0, not {}", name, aux->f));
-  if (const AttrValue* seq = given_attr(q.attrs, "seq_aux_loss"); seq && seq->f > 0 && q.inputs[0].front().name == dim)
+    if (double aux = q.attrs.real(name); !(aux >= 0 && std::isfinite(aux)))
+      return fail(error, fmt::format("{} is a load-balancing loss's coefficient, at least 0, not {}", name, aux));
+  if (q.attrs.real("seq_aux_loss") > 0 && q.inputs[0].front().name == dim)
     return fail(error, fmt::format("seq_aux_loss balances each sequence, the dim before {}, which is the first", dim));
   // Node-limited routing: `groups` groups of consecutive entries, the k
   // taken from the `group_k` best (0 and 0: no groups).
-  const AttrValue* groups = given_attr(q.attrs, "groups");
-  const AttrValue* kept = given_attr(q.attrs, "group_k");
-  const int64_t g = groups ? groups->i : 0, gk = kept ? kept->i : 0;
+  const int64_t g = q.attrs.integer("groups"), gk = q.attrs.integer("group_k");
   if (g == 0 && gk == 0) return check_declared(q.inputs[0], q.declared, error);
   if (g < 1 || size % g != 0)
     return fail(error, fmt::format("groups = {} must divide {}'s {} entries into equal groups", g, dim, size));
@@ -56,10 +54,10 @@ DimsResult dispatch_dims(const DimsQuery& q, OpError& error) {
                 1);
   const Dim& e = gates.back();
   const Dim& h = x.back();
-  if (int64_t k = given_attr(q.attrs, "k")->i; k < 1 || k > e.size)
+  if (int64_t k = q.attrs.integer("k"); k < 1 || k > e.size)
     return fail(error, fmt::format("k = {} experts per token must be between 1 and {}'s size {}", k, e.name, e.size));
-  if (const AttrValue* skew = given_attr(q.attrs, "skew"); skew && !(skew->f >= 0))
-    return fail(error, fmt::format("the routing skew is a Zipf exponent, at least 0, not {}", skew->f));
+  if (double skew = q.attrs.real("skew"); !(skew >= 0))
+    return fail(error, fmt::format("the routing skew is a Zipf exponent, at least 0, not {}", skew));
   if (e.name == h.name)
     return fail(error, fmt::format("the experts' dim and the tokens' last dim are both {}", e.name), 1);
   const auto& declared = *q.declared;

@@ -7,7 +7,7 @@ namespace dstc::ops {
 
 DimsResult concat_dims(const DimsQuery& q, OpError& error) {
   const auto& inputs = q.inputs;
-  const std::string& dim = given_attr(q.attrs, "dim")->dim;
+  const std::string& dim = q.attrs.dim("dim");
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!require_dim(inputs[i], dim, static_cast<int>(i), error)) return std::nullopt;
   }
@@ -33,8 +33,8 @@ DimsResult concat_dims(const DimsQuery& q, OpError& error) {
 }
 
 DimsResult select_dims(const DimsQuery& q, OpError& error) {
-  const std::string& dim = given_attr(q.attrs, "dim")->dim;
-  const int64_t index = given_attr(q.attrs, "index")->i;
+  const std::string& dim = q.attrs.dim("dim");
+  const int64_t index = q.attrs.integer("index");
   if (!require_dim(q.inputs[0], dim, 0, error)) return std::nullopt;
   std::vector<Dim> out;
   for (const Dim& d : q.inputs[0]) {
@@ -48,8 +48,8 @@ DimsResult select_dims(const DimsQuery& q, OpError& error) {
 }
 
 DimsResult slice_dims(const DimsQuery& q, OpError& error) {
-  const std::string& dim = given_attr(q.attrs, "dim")->dim;
-  const int64_t start = given_attr(q.attrs, "start")->i, end = given_attr(q.attrs, "end")->i;
+  const std::string& dim = q.attrs.dim("dim");
+  const int64_t start = q.attrs.integer("start"), end = q.attrs.integer("end");
   if (!require_dim(q.inputs[0], dim, 0, error)) return std::nullopt;
   std::vector<Dim> out = q.inputs[0];
   for (Dim& d : out) {

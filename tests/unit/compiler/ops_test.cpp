@@ -38,6 +38,7 @@ int32_t add_op(ModelBuilder& m, int32_t node, LogicalOp op, std::vector<Dim> out
 LogicalOp make(ops::OpKind type, std::vector<Operand> inputs) {
   LogicalOp op;
   op.type = type;
+  op.attrs = ops::OpAttrs(ops::op_def(type));
   op.inputs = std::move(inputs);
   return op;
 }
@@ -81,7 +82,7 @@ ConvNet make_convnet(int64_t batch, int64_t channels, int64_t out_channels, int6
   net.conv = m.node(0, "conv", "Conv2d");
   int32_t w = m.param(net.conv, "weight", {{"o", out_channels}, {"c", channels}, {"kh", 3}, {"kw", 3}});
   LogicalOp conv = make(ops::OpKind::Conv2d, {{x, {"b", "c", "h", "w"}}, {w, {"o", "c", "kh", "kw"}}});
-  conv.padding = 1;
+  conv.attrs.set_integer("padding", 1);
   int32_t y = add_op(m, net.conv, conv, {{"b", batch}, {"o", out_channels}, {"h", size}, {"w", size}});
   net.bn = m.node(0, "bn", "BatchNorm");
   int32_t gamma = m.param(net.bn, "gamma", {{"o", out_channels}});
@@ -93,7 +94,7 @@ ConvNet make_convnet(int64_t batch, int64_t channels, int64_t out_channels, int6
              {{"b", batch}, {"o", out_channels}, {"h", size}, {"w", size}});
   net.pool = m.node(0, "pool", "MaxPool");
   LogicalOp pool = make(ops::OpKind::MaxPool2d, {{y, {"b", "o", "h", "w"}}});
-  pool.kernel = pool.stride = 2;
+  pool.attrs.set_integer("kernel", 2);
   y = add_op(m, net.pool, pool, {{"b", batch}, {"o", out_channels}, {"h", size / 2}, {"w", size / 2}});
   net.gap = m.node(0, "gap", "GlobalAvgPool");
   LogicalOp gap = make(ops::OpKind::Mean, {{y, {"b", "o", "h", "w"}}});
@@ -319,7 +320,7 @@ LogicalGraph make_chain(int64_t batch, int64_t hidden) {
   for (ops::OpKind t : {ops::OpKind::Tanh, ops::OpKind::Sigmoid, ops::OpKind::Exp, ops::OpKind::Sqrt})
     y = add_op(m, layer, make(t, {{y, {"b", "o"}}}), bh);
   LogicalOp scale = make(ops::OpKind::Scale, {{y, {"b", "o"}}});
-  scale.factor = 3;
+  scale.attrs.set_real("by", 3);
   y = add_op(m, layer, scale, bh);
   for (ops::OpKind t : {ops::OpKind::Sub, ops::OpKind::Div, ops::OpKind::Maximum})
     y = add_op(m, layer, make(t, {{y, {"b", "o"}}, {bias, {"o"}}}), bh);

@@ -38,6 +38,7 @@ class ModelBuilder {
              const std::string& out_name = "y") {
     LogicalOp op;
     op.type = type;
+    op.attrs = ops::OpAttrs(ops::op_def(type));
     op.node = node;
     for (auto& in : inputs) op.inputs.push_back({in.tensor, in.dims});
     op.output_dims = out_dims;
@@ -51,8 +52,7 @@ class ModelBuilder {
   int32_t op_with(int32_t node, LogicalOp proto, std::vector<NamedOperand> inputs, std::vector<std::string> out_dims) {
     int32_t out = op(node, proto.type, std::move(inputs), std::move(out_dims));
     graph.ops.back().axis = proto.axis;
-    graph.ops.back().causal = proto.causal;
-    graph.ops.back().p = proto.p;
+    graph.ops.back().attrs = proto.attrs;
     return out;
   }
 };
@@ -139,7 +139,8 @@ inline Gpt make_gpt(int layers, int64_t batch, int64_t seq, int64_t hidden, int6
     b.attn = m.node(attn, "core", "ScaledDotProduct");
     LogicalOp causal;
     causal.type = ops::OpKind::Attention;
-    causal.causal = true;
+    causal.attrs = ops::OpAttrs(ops::op_def(causal.type));
+    causal.attrs.set_boolean("causal", true);
     int32_t o =
         m.op_with(b.attn, causal,
                   {{qkv[0], {"b", "n", "s", "d"}}, {qkv[1], {"b", "n", "s", "d"}}, {qkv[2], {"b", "n", "s", "d"}}},

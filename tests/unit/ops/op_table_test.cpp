@@ -29,14 +29,14 @@ TEST(OpTable, ContractionKeepsTheWrittenDims) {
   std::vector<std::vector<Dim>> inputs = {{{"b", 4}, {"h", 8}}, {{"o", 16}, {"h", 8}}};
   std::optional<std::vector<DeclaredDim>> declared = std::vector<DeclaredDim>{{"b", std::nullopt}, {"o", 16}};
   OpError error;
-  auto out = infer_output(*find_op("matmul"), inputs, {}, declared, error);
+  auto out = infer_output(*find_op("matmul"), inputs, OpAttrs(*find_op("matmul")), declared, error);
   ASSERT_TRUE(out) << error.message;
   EXPECT_EQ(*out, (std::vector<Dim>{{"b", 4}, {"o", 16}}));
 }
 
 TEST(OpTable, ReductionNamesTheMissingDim) {
   std::vector<std::vector<Dim>> inputs = {{{"b", 4}, {"h", 8}}};
-  std::vector<AttrValue> attrs = {{"dim", 0, 0, false, "s", true}};
+  OpAttrs attrs(*find_op("sum"), {{"dim", 0, 0, false, "s", true}});
   OpError error;
   EXPECT_FALSE(infer_output(*find_op("sum"), inputs, attrs, std::nullopt, error));
   EXPECT_TRUE(error.unknown_dim);

@@ -44,7 +44,7 @@ LogicalGraph make_router(ops::OpKind router_op, const std::function<void(compile
   m.graph.ops.back().axis = 2;
   set_loss(m.graph.ops.back());
   int32_t silenced = m.op(router, ops::OpKind::Scale, {{routed, dims}}, dims, "silenced");
-  m.graph.ops.back().factor = 0;
+  m.graph.ops.back().attrs.set_real("by", 0);
   int32_t loss = m.node(0, "loss", "MseLoss");
   m.graph.loss = m.op(loss, ops::OpKind::MseLoss, {{silenced, dims}, {target, dims}}, {});
   m.graph.infer_batch_axes();
@@ -53,8 +53,8 @@ LogicalGraph make_router(ops::OpKind router_op, const std::function<void(compile
 
 LogicalGraph make_balanced_router(bool per_sequence) {
   return make_router(ops::OpKind::TopK, [&](compiler::LogicalOp& top_k) {
-    top_k.top_k = kTopK;
-    (per_sequence ? top_k.seq_aux_loss : top_k.aux_loss) = kCoefficient;
+    top_k.attrs.set_integer("k", kTopK);
+    top_k.attrs.set_real(per_sequence ? "seq_aux_loss" : "aux_loss", kCoefficient);
   });
 }
 
@@ -172,7 +172,8 @@ class RouterZLoss : public ::testing::TestWithParam<int32_t> {};
 TEST_P(RouterZLoss, UpdatesTheLogitsWeightsByTheZLossGradient) {
   const int32_t micro_batches = GetParam();
   std::optional<ir::Module> m =
-      compile(make_router(ops::OpKind::Softmax, [](compiler::LogicalOp& softmax) { softmax.z_loss = kCoefficient; }),
+      compile(make_router(ops::OpKind::Softmax,
+                          [](compiler::LogicalOp& softmax) { softmax.attrs.set_real("z_loss", kCoefficient); }),
               micro_batches);
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(reference_micro_batches(*m, micro_batches), 1);
