@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <stdexcept>
 
 #include "compiler/ops/op_table.h"
 
@@ -41,6 +42,36 @@ TEST(OpTable, ReductionNamesTheMissingDim) {
   EXPECT_FALSE(infer_output(*find_op("sum"), inputs, attrs, std::nullopt, error));
   EXPECT_TRUE(error.unknown_dim);
   EXPECT_EQ(error.message, "dim s is not a dim of [b: 4, h: 8]");
+}
+
+// Every stage reads an attribute by name; what the model left out reads as
+// its spec's default, or as the attribute that default names.
+TEST(OpAttrs, UnwrittenAttributesReadAsTheirDefaults) {
+  OpAttrs rope(*find_op("rope"));
+  EXPECT_EQ(rope.real("base"), 10000);
+  EXPECT_FALSE(rope.given("base"));
+  rope.set_real("base", 500000);
+  EXPECT_EQ(rope.real("base"), 500000);
+  EXPECT_TRUE(rope.given("base"));
+  EXPECT_EQ(OpAttrs(*find_op("layernorm")).real("eps"), 1e-5);
+  EXPECT_EQ(OpAttrs(*find_op("conv2d")).integer("stride"), 1);
+  EXPECT_FALSE(OpAttrs(*find_op("attention")).boolean("causal"));
+
+  OpAttrs pool(*find_op("maxpool2d"));
+  pool.set_integer("kernel", 3);
+  EXPECT_EQ(pool.integer("stride"), 3);  // a pool's stride is its kernel unless written
+  pool.set_integer("stride", 2);
+  EXPECT_EQ(pool.integer("stride"), 2);
+  EXPECT_EQ(pool.integer("padding"), 0);
+}
+
+TEST(OpAttrs, ReadingAnAttributeTheOpDoesNotDeclareIsABug) {
+  OpAttrs log_softmax(*find_op("log_softmax"));
+  EXPECT_TRUE(log_softmax.declares("dim"));
+  EXPECT_FALSE(log_softmax.declares("z_loss"));
+  EXPECT_THROW(log_softmax.real("z_loss"), std::logic_error);
+  EXPECT_THROW(OpAttrs().integer("k"), std::logic_error);
+  EXPECT_THROW(OpAttrs(*find_op("rope"), {}), std::logic_error);  // one value per spec
 }
 
 }  // namespace
