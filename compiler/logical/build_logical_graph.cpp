@@ -148,8 +148,9 @@ class LogicalGraphBuilder {
 
   // An op of the model as the graph holds it: its attributes as written,
   // the axis its `dim` names, and a canonical kind (matmul is an einsum,
-  // global_avgpool a mean, identity an alias). What the lowering cannot
-  // handle yet is refused here, before any strategy is applied.
+  // global_avgpool a mean, identity an alias). A form of the op the
+  // lowering cannot take yet is refused here, by the op's lowering limit,
+  // before any strategy is applied.
   void translate(const frontend::Op& op) {
     LogicalOp out;
     out.node = op.node;
@@ -160,7 +161,15 @@ class LogicalGraphBuilder {
     out.type = op.kind;
     out.attrs = op.attrs;
     if (op.attrs.declares("dim")) out.axis = axis_named(out.inputs[0].dims, op.attrs.dim("dim"));
-    const int rank = static_cast<int>(out.inputs.empty() ? 0 : out.inputs[0].dims.size());
+    if (ops::LoweringLimit limit = ops::op_def(op.kind).lowering_limit) {
+      std::vector<std::vector<std::string>> dims;
+      for (const Operand& in : out.inputs) dims.push_back(in.dims);
+      ops::LoweringQuery query{ops::op_name(op.kind), dims, out.output_dims, out.attrs, out.axis, model_.batch_dim};
+      if (std::optional<std::string> why = limit(query)) {
+        unsupported(op, *why);
+        return;
+      }
+    }
     switch (op.kind) {
       case OpKind::Identity:
         // An alias: consumers read the input.
@@ -170,134 +179,20 @@ class LogicalGraphBuilder {
       case OpKind::Add:
       case OpKind::Mul:
       case OpKind::Maximum:
-      case OpKind::Sub:
-      case OpKind::Div: {
-        if (out.inputs.size() != 2) {
-          unsupported(op, fmt::format("{} takes exactly two operands here; nest it for more", ops::op_name(op.kind)));
-          return;
-        }
-        // The smaller operand broadcasts over the other's remaining dims (the
-        // lowering expands it where the IR does not broadcast); operands of
-        // commutative ops swap so that the first is the full one.
-        bool commutative = out.type == OpKind::Add || out.type == OpKind::Mul || out.type == OpKind::Maximum;
-        if (commutative && out.inputs[1].dims.size() > out.inputs[0].dims.size())
-          std::swap(out.inputs[0], out.inputs[1]);
-        size_t full = out.inputs[1].dims.size() > out.inputs[0].dims.size() ? 1 : 0;
-        const auto& a = out.inputs[full].dims;
-        const auto& b = out.inputs[1 - full].dims;
-        // b's dims must appear in a in b's order.
-        auto next = a.begin();
-        bool in_order = true;
-        for (const std::string& d : b) {
-          next = std::find(next, a.end(), d);
-          if (next == a.end()) {
-            in_order = false;
-            break;
-          }
-          ++next;
-        }
-        if (!in_order || out.output_dims != a) {
-          unsupported(op, "one operand's dims must be dims of the other, in the same order");
-          return;
-        }
+        // The smaller operand broadcasts over the other's other dims (the
+        // lowering expands it where the IR does not broadcast); the full one
+        // goes first.
+        if (out.inputs[1].dims.size() > out.inputs[0].dims.size()) std::swap(out.inputs[0], out.inputs[1]);
         break;
-      }
-      case OpKind::RmsNorm:
-        if (out.axis != rank - 1) {
-          unsupported(op, "rmsnorm must normalize the last dim");
-          return;
-        }
-        if (out.inputs.size() == 2 && out.inputs[1].dims != std::vector<std::string>{out.inputs[0].dims.back()}) {
-          unsupported(op, "rmsnorm's scale must have exactly the normalized dim");
-          return;
-        }
-        break;
-      case OpKind::BatchNorm: {
-        if (rank < 2 || out.axis != 1) {
-          unsupported(op, "batchnorm takes its input as [batch, channels, ...] with dim = the channels");
-          return;
-        }
-        if (out.inputs.size() != 3) {
-          unsupported(op, "batchnorm needs gamma and beta");
-          return;
-        }
-        for (size_t i = 1; i < 3; ++i) {
-          if (out.inputs[i].dims != std::vector<std::string>{out.inputs[0].dims[1]}) {
-            unsupported(op, "batchnorm's gamma and beta must have exactly the channel dim");
-            return;
-          }
-        }
-        break;
-      }
       case OpKind::Sum:
       case OpKind::Mean:
       case OpKind::Max: out.axes = {out.axis}; break;
-      case OpKind::GlobalAvgPool:
+      case OpKind::GlobalAvgPool: {
+        const int rank = static_cast<int>(out.inputs[0].dims.size());
         out.type = OpKind::Mean;
         out.axes = {rank - 2, rank - 1};
         break;
-      case OpKind::Conv2d:
-        if (rank != 4) {
-          unsupported(op, "conv2d takes its input as [batch, channels, height, width]");
-          return;
-        }
-        break;
-      case OpKind::MaxPool2d:
-      case OpKind::AvgPool2d:
-        if (rank != 4) {
-          unsupported(op, "pooling takes its input as [batch, channels, height, width]");
-          return;
-        }
-        break;
-      case OpKind::Rope:
-        // Micro-batches cut the batch: positions along it would restart.
-        if (out.inputs[0].dims[out.axis] == model_.batch_dim) {
-          unsupported(op, fmt::format("positions along the batch dim {}", model_.batch_dim));
-          return;
-        }
-        break;
-      case OpKind::LayerNorm:
-        if (out.axis != rank - 1) {
-          unsupported(op, "layernorm must normalize the last dim");
-          return;
-        }
-        if (out.inputs.size() != 3) {
-          unsupported(op, "layernorm needs gamma and beta");
-          return;
-        }
-        break;
-      case OpKind::CrossEntropy:
-        if (out.axis != rank - 1) {
-          unsupported(op, "the class dim must be the last dim of the logits");
-          return;
-        }
-        break;
-      case OpKind::Attention:
-        if (rank != 4) {
-          unsupported(op, "attention takes q, k and v as [batch, heads, seq, head_dim]");
-          return;
-        }
-        break;
-      case OpKind::Dispatch:
-      case OpKind::Combine: {
-        // Tokens take slots in order along the routed dim, per micro-batch
-        // if it were the batch dim: micro-batching would change the routing.
-        const std::vector<std::string>& gates = out.inputs[1].dims;
-        if (gates[gates.size() - 2] == model_.batch_dim) {
-          unsupported(op, fmt::format("routing tokens along the batch dim {}; route along a dim inside each sample "
-                                      "(the sequence)",
-                                      model_.batch_dim));
-          return;
-        }
-        break;
       }
-      case OpKind::Slice:  // its end is the start plus the output's size
-        // The batch dim is sized by the global batch and cut by micro-batches.
-        if (out.inputs[0].dims[out.axis] == model_.batch_dim) {
-          unsupported(op, fmt::format("a range of the batch dim {}", model_.batch_dim));
-          return;
-        }
-        break;
       default: break;
     }
     graph_.add_op(std::move(out));

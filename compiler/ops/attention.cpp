@@ -34,4 +34,9 @@ DimsResult attention_dims(const DimsQuery& query, OpError& error) {
   return check_declared(out, query.declared, error);
 }
 
+LoweringRefusal attention_limit(const LoweringQuery& q) {
+  if (q.rank() != 4) return "attention takes q, k and v as [batch, heads, seq, head_dim]";
+  return std::nullopt;
+}
+
 }  // namespace dstc::ops

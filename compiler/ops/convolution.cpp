@@ -63,4 +63,14 @@ DimsResult global_pool_dims(const DimsQuery& q, OpError& error) {
   return check_declared(std::vector<Dim>(x.begin(), x.end() - 2), q.declared, error);
 }
 
+LoweringRefusal conv2d_limit(const LoweringQuery& q) {
+  if (q.rank() != 4) return "conv2d takes its input as [batch, channels, height, width]";
+  return std::nullopt;
+}
+
+LoweringRefusal pool2d_limit(const LoweringQuery& q) {
+  if (q.rank() != 4) return "pooling takes its input as [batch, channels, height, width]";
+  return std::nullopt;
+}
+
 }  // namespace dstc::ops

@@ -1,5 +1,7 @@
 // Elementwise ops: binary ones broadcast by dim name, unary ones keep their
 // input's dims.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "compiler/ops/dims_checks.h"
@@ -59,6 +61,30 @@ DimsResult rope_dims(const DimsQuery& q, OpError& error) {
     return fail(error,
                 fmt::format("the last dim is rotated in pairs, but {} = {} is odd", x.back().name, x.back().size));
   return check_declared(x, q.declared, error);
+}
+
+// The lowering takes two operands, one broadcast over the other's other
+// dims: its dims must be the other's, in the same order.
+LoweringRefusal binary_limit(const LoweringQuery& q) {
+  if (q.inputs.size() != 2) return fmt::format("{} takes exactly two operands here; nest it for more", q.op);
+  const size_t full = q.inputs[1].size() > q.inputs[0].size() ? 1 : 0;
+  const std::vector<std::string>& a = q.inputs[full];
+  const char* const out_of_order = "one operand's dims must be dims of the other, in the same order";
+  auto next = a.begin();
+  for (const std::string& d : q.inputs[1 - full]) {
+    next = std::find(next, a.end(), d);
+    if (next == a.end()) return out_of_order;
+    ++next;
+  }
+  if (q.output != a) return out_of_order;
+  return std::nullopt;
+}
+
+// Micro-batches cut the batch: positions along it would restart.
+LoweringRefusal rope_limit(const LoweringQuery& q) {
+  if (q.inputs[0][static_cast<size_t>(q.axis)] == q.batch_dim)
+    return fmt::format("positions along the batch dim {}", q.batch_dim);
+  return std::nullopt;
 }
 
 }  // namespace dstc::ops

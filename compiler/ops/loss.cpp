@@ -30,4 +30,9 @@ DimsResult mse_loss_dims(const DimsQuery& q, OpError& error) {
   return check_declared({}, q.declared, error);
 }
 
+LoweringRefusal cross_entropy_limit(const LoweringQuery& q) {
+  if (q.axis != static_cast<int>(q.rank()) - 1) return "the class dim must be the last dim of the logits";
+  return std::nullopt;
+}
+
 }  // namespace dstc::ops

@@ -29,4 +29,27 @@ DimsResult normalized_dims(const DimsQuery& q, OpError& error) {
   return check_declared(inputs[0], q.declared, error);
 }
 
+LoweringRefusal layernorm_limit(const LoweringQuery& q) {
+  if (q.axis != static_cast<int>(q.rank()) - 1) return "layernorm must normalize the last dim";
+  if (q.inputs.size() != 3) return "layernorm needs gamma and beta";
+  return std::nullopt;
+}
+
+LoweringRefusal rmsnorm_limit(const LoweringQuery& q) {
+  if (q.axis != static_cast<int>(q.rank()) - 1) return "rmsnorm must normalize the last dim";
+  if (q.inputs.size() == 2 && q.inputs[1] != std::vector<std::string>{q.inputs[0].back()})
+    return "rmsnorm's scale must have exactly the normalized dim";
+  return std::nullopt;
+}
+
+LoweringRefusal batchnorm_limit(const LoweringQuery& q) {
+  if (q.rank() < 2 || q.axis != 1) return "batchnorm takes its input as [batch, channels, ...] with dim = the channels";
+  if (q.inputs.size() != 3) return "batchnorm needs gamma and beta";
+  for (size_t i = 1; i < 3; ++i) {
+    if (q.inputs[i] != std::vector<std::string>{q.inputs[0][1]})
+      return "batchnorm's gamma and beta must have exactly the channel dim";
+  }
+  return std::nullopt;
+}
+
 }  // namespace dstc::ops

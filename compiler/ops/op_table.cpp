@@ -19,8 +19,10 @@ std::vector<OpDef> make_ops() {
   using enum OutputDims;
   using enum PartialInputs;
   return {
-#define DSTC_OP(kind, name, family, min_inputs, max_inputs, output, dims_rule, split, partial, summary, ...) \
-  {OpKind::kind, name, family, min_inputs, max_inputs, output, dims_rule, split, partial, summary, {__VA_ARGS__}},
+#define DSTC_OP(kind, name, family, min_inputs, max_inputs, output, dims_rule, lowering_limit, split, partial, \
+                summary, ...)                                                                                  \
+  {OpKind::kind, name,           family, min_inputs, max_inputs, output,                                       \
+   dims_rule,    lowering_limit, split,  partial,    summary,    {__VA_ARGS__}},
 #include "compiler/ops/op_kinds.def"
 #undef DSTC_OP
   };

@@ -93,6 +93,23 @@ struct DimsQuery {
 
 using DimsRule = std::optional<std::vector<Dim>> (*)(const DimsQuery& query, OpError& error);
 
+// What a lowering limit sees: an op of the logical graph, its operands' and
+// output's dim names as it uses them, its attributes and the model's batch
+// dim (the one micro-batches cut).
+struct LoweringQuery {
+  std::string_view op;  // its name, for messages
+  const std::vector<std::vector<std::string>>& inputs;
+  const std::vector<std::string>& output;
+  const OpAttrs& attrs;
+  int axis;  // the axis of the first input its `dim` attribute names (-1: it has none)
+  std::string_view batch_dim;
+
+  size_t rank() const { return inputs[0].size(); }
+};
+
+// Why the compiler cannot lower an op written this way yet; nullopt when it can.
+using LoweringLimit = std::optional<std::string> (*)(const LoweringQuery& query);
+
 enum class OutputDims : uint8_t { Inferred, Declared };
 
 // How an op splits a dim over a mesh axis (compiler/sbp/signature.cpp reads
@@ -148,6 +165,7 @@ struct OpDef {
   size_t max_inputs;
   OutputDims output;
   DimsRule output_dims;
+  LoweringLimit lowering_limit;
   SplitRule split;
   PartialInputs partial;
   std::string_view summary;

@@ -118,4 +118,14 @@ double fullest_slot_fill(const RoutingLoad& load, int64_t parts) {
   return std::clamp(fullest, 1e-6, 1.0);
 }
 
+// Tokens take slots in order along the routed dim, per micro-batch if it
+// were the batch dim: micro-batching would change the routing.
+LoweringRefusal routing_limit(const LoweringQuery& q) {
+  const std::vector<std::string>& gates = q.inputs[1];
+  if (gates[gates.size() - 2] == q.batch_dim)
+    return fmt::format("routing tokens along the batch dim {}; route along a dim inside each sample (the sequence)",
+                       q.batch_dim);
+  return std::nullopt;
+}
+
 }  // namespace dstc::ops
