@@ -82,7 +82,7 @@ LoweringRefusal binary_limit(const LoweringQuery& q) {
 
 // Micro-batches cut the batch: positions along it would restart.
 LoweringRefusal rope_limit(const LoweringQuery& q) {
-  if (q.inputs[0][static_cast<size_t>(q.axis)] == q.batch_dim)
+  if (q.axis >= 0 && q.inputs[0][static_cast<size_t>(q.axis)] == q.batch_dim)
     return fmt::format("positions along the batch dim {}", q.batch_dim);
   return std::nullopt;
 }

@@ -84,7 +84,7 @@ DimsResult reshape_dims(const DimsQuery& q, OpError& error) {
 
 // The batch dim is sized by the global batch and cut by micro-batches.
 LoweringRefusal slice_limit(const LoweringQuery& q) {
-  if (q.inputs[0][static_cast<size_t>(q.axis)] == q.batch_dim)
+  if (q.axis >= 0 && q.inputs[0][static_cast<size_t>(q.axis)] == q.batch_dim)
     return fmt::format("a range of the batch dim {}", q.batch_dim);
   return std::nullopt;
 }

@@ -57,6 +57,11 @@ TEST(OpAttrs, UnwrittenAttributesReadAsTheirDefaults) {
   EXPECT_EQ(OpAttrs(*find_op("conv2d")).integer("stride"), 1);
   EXPECT_FALSE(OpAttrs(*find_op("attention")).boolean("causal"));
 
+  // Required ones have defaults too, for graphs built by hand: a 1-wide pool, a top 1.
+  EXPECT_EQ(OpAttrs(*find_op("avgpool2d")).integer("stride"), 1);
+  EXPECT_EQ(OpAttrs(*find_op("top_k")).integer("k"), 1);
+  EXPECT_EQ(OpAttrs(*find_op("scale")).real("by"), 1);
+
   OpAttrs pool(*find_op("maxpool2d"));
   pool.set_integer("kernel", 3);
   EXPECT_EQ(pool.integer("stride"), 3);  // a pool's stride is its kernel unless written
